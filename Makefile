@@ -1,0 +1,65 @@
+# transformer-lit: the two commands a newcomer needs are `make book` and `make test`.
+# Both create .venv if it is missing; nothing here needs network access beyond PyPI and npm.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+MATHJAX := _build/mathjax_static/mathjax/tex-chtml.js
+PORT ?= 8000
+
+.PHONY: book test export notebooks serve benchmarks clean venv check-tools
+
+venv: $(STAMP)
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python >= 3.10 is needed)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first and pinned: the CPU wheel; an unpinned torch would pull GBs of CUDA packages.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	rm -f $(VENV)/.installed-*; touch $@
+
+export: $(STAMP)
+	$(PY) tools/sync_repo.py
+	$(VENV)/bin/nbdev_export
+
+# MathJax 3 from the npm registry, copied into the site so math renders offline (not committed).
+$(MATHJAX):
+	@command -v npm >/dev/null || { echo "error: npm not found; install Node.js (apt-get install -y nodejs npm)"; exit 1; }
+	npm install --silent --no-audit --no-fund --prefix _build/npm mathjax@3
+	rm -rf _build/mathjax_static && mkdir -p _build/mathjax_static
+	cp -r _build/npm/node_modules/mathjax/es5 _build/mathjax_static/mathjax
+
+book: export $(MATHJAX)
+	rm -rf _build/html _build/jupyter_execute _build/.doctrees
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --quiet
+	@echo
+	@echo "The book is at $(CURDIR)/_build/html/index.html"
+	@echo "Serve it with: make serve   (then open http://127.0.0.1:$(PORT)/)"
+
+serve:
+	@test -f _build/html/index.html || { echo "error: no book built yet; run: make book"; exit 1; }
+	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html $(PORT)
+
+check-tools:
+	@command -v chromium >/dev/null || { echo "error: the browser test needs Chromium: apt-get install -y chromium"; exit 1; }
+
+# The whole suite: package == export of the notebooks, imports, unit tests; nbval over every
+# notebook; the book build; the browser test over the built book.
+test: $(STAMP) check-tools
+	$(VENV)/bin/pytest tests -m "not browser"
+	$(VENV)/bin/pytest --nbval --nbval-current-env -p no:cacheprovider nbs
+	$(MAKE) --no-print-directory book
+	$(VENV)/bin/pytest tests -m browser
+
+# Re-execute notebooks in place (fresh kernel, counts 1..n) after editing them: make notebooks NB=nbs/02_attention.ipynb
+notebooks: export
+	$(PY) tools/run_notebooks.py $(NB)
+
+benchmarks: export
+	for b in benchmarks/bench_*.py; do $(PY) $$b; done
+
+clean:
+	rm -rf _build

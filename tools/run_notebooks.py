@@ -1,0 +1,31 @@
+"""Execute notebooks top to bottom in a fresh kernel and store their outputs in place.
+
+Usage: python tools/run_notebooks.py [nbs/NN_topic.ipynb ...]   (default: every notebook in nbs/)
+Execution counts then run 1..n, which nbval and tests/test_notebooks.py rely on.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(path: Path, timeout: int = 1800) -> None:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    nbformat.write(nb, path)
+
+
+if __name__ == "__main__":
+    paths = [Path(p) for p in sys.argv[1:]] or sorted((ROOT / "nbs").glob("*.ipynb"))
+    for p in paths:
+        t = time.perf_counter()
+        run(p.resolve())
+        print(f"{p}: {time.perf_counter() - t:.1f}s", flush=True)
