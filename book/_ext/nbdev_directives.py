@@ -49,6 +49,20 @@ def on_source_read(app, docname: str, source: list[str]) -> None:
     source[0] = json.dumps(nb)
 
 
+def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    "Drop repeated <script> entries: Jupyter Book 1 registers sphinx-thebe's and togglebutton's twice,"
+    # which makes the browser report "Identifier 'THEBE_JS_URL' has already been declared".
+    seen, unique = set(), []
+    for js in context.get("script_files", []):
+        key = (getattr(js, "filename", js) or "", tuple(sorted(getattr(js, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(js)
+    context["script_files"] = unique
+
+
 def setup(app):
     app.connect("source-read", on_source_read)
+    # last (priority > 501), after the themes have added their scripts to the page
+    app.connect("html-page-context", dedupe_scripts, priority=999)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

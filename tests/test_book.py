@@ -1,0 +1,107 @@
+"""Browser test: serve the built book on 127.0.0.1 and look at every page in headless Chromium."""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--disable-quic"]
+
+
+def toc_files() -> list[str]:
+    "Every page of _toc.yml in reading order, as paths without suffix."
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+
+
+PAGES = toc_files()
+CHAPTERS = [p for p in PAGES if p.startswith("nbs/")]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (HTML / "index.html").exists():
+        pytest.fail("no built book at _build/html: run `make book` first")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(HTML))
+    handler.log_message = lambda *a: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    exe = shutil.which("chromium")
+    if exe is None:  # fail, never skip: the book is not tested without a browser
+        pytest.fail("Chromium is missing; install it with: apt-get update && apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        # Playwright starts Chromium with a fresh, empty temporary profile of its own.
+        b = p.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_FLAGS)
+        yield b
+        b.close()
+
+
+def visit(browser, url: str, shot: Path) -> tuple[object, list[str]]:
+    "Open url, wait for MathJax, save a screenshot; return the page and its console errors."
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+    resp = page.goto(url, wait_until="networkidle")
+    assert resp is not None and resp.ok, f"{url} answered {resp and resp.status}"
+    page.evaluate("() => window.MathJax?.startup?.promise")
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shot), full_page=True)
+    return page, errors
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_page(browser, server, settings, doc):
+    url = f"{server}/{'index.html' if doc == PAGES[0] else doc + '.html'}"
+    page, errors = visit(browser, url, SHOTS / f"{doc.replace('/', '_')}.png")
+    try:
+        assert not errors, f"console errors on {doc}: {errors}"
+        text = page.inner_text("article")
+        assert "#|" not in text, f"nbdev directive text visible on {doc}"
+        assert "\\(" not in text and "\\[" not in text and "$$" not in text, f"raw TeX left on {doc}"
+        n_math = page.locator("article .math, article span.math, article div.math").count()
+        if n_math:
+            assert page.locator("article mjx-container").count() >= n_math, f"math not typeset on {doc}"
+        broken = page.evaluate(
+            "() => [...document.querySelectorAll('article img')]"
+            ".filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+        assert not broken, f"images that did not load on {doc}: {broken}"
+        if doc in CHAPTERS:
+            check_colab_button(page, settings, doc)
+    finally:
+        page.close()
+
+
+def check_colab_button(page, settings, doc: str) -> None:
+    "The launch menu links to this very notebook on Colab, in the repository settings.ini names."
+    hrefs = page.eval_on_selector_all("a[href*='colab.research.google.com']", "els => els.map(e => e.href)")
+    want = (f"https://colab.research.google.com/github/{settings['user']}/{settings['repo']}"
+            f"/blob/{settings['branch']}/{doc}.ipynb")
+    assert want in hrefs, f"{doc}: Colab links {hrefs}, expected {want}"
+
+
+def test_every_chapter_is_listed(root):
+    "The table of contents lists every chapter notebook, in the order of their numbers."
+    on_disk = {f"nbs/{p.stem}" for p in (root / "nbs").glob("[0-9][0-9]*.ipynb")}
+    assert set(CHAPTERS) == on_disk
+    numbers = [int(c[4:6]) for c in CHAPTERS]
+    assert numbers == sorted(numbers)
