@@ -1,0 +1,59 @@
+"""Shared helpers for the benchmarks: device description, interleaved timing, result files."""
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def device_name(device: torch.device) -> str:
+    "A human-readable name of the device the numbers were measured on."
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu} ({torch.get_num_threads()} threads)"
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], device: torch.device,
+                        repeats: int = 20, warmup: int = 3) -> dict[str, float]:
+    "Median seconds per call of each fn, timed in alternation so that drifts hit all of them alike."
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            sync(device)
+            t0 = time.perf_counter()
+            fn()
+            sync(device)
+            times[name].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def write_result(name: str, device: torch.device, payload: dict) -> Path:
+    "Write benchmarks/results/<name>_<cpu|cuda>.json with the device, versions and the numbers."
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}_{device.type}.json"
+    record = {"device": device_name(device), "torch": torch.__version__, **payload}
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path
