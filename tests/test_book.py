@@ -33,8 +33,10 @@ CHAPTERS = [p for p in PAGES if p.startswith("nbs/")]
 def server():
     if not (HTML / "index.html").exists():
         pytest.fail("no built book at _build/html: run `make book` first")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(HTML))
-    handler.log_message = lambda *a: None
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+    handler = functools.partial(Quiet, directory=str(HTML))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"

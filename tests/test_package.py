@@ -73,3 +73,12 @@ def test_version_matches(settings):
     import transformer_lit
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert transformer_lit.__version__ == settings["version"] == project["version"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_stores_no_stderr(path):
+    "Warnings in a stored notebook are noise for readers, and their file paths differ on every machine (nbval)."
+    nb = json.loads(path.read_text())
+    streams = [("".join(c["source"])[:60], "".join(o["text"])[:200]) for c in nb["cells"] if c["cell_type"] == "code"
+               for o in c.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stderr"]
+    assert not streams, f"{path.name} stores stderr output: {streams}"

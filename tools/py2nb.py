@@ -8,6 +8,7 @@ Notebooks stay the source of truth; the script is a convenient way to write a ne
 """
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -37,6 +38,13 @@ def convert(text: str) -> nbformat.NotebookNode:
         else:
             lines.append(line)
     flush()
+    seen: set[str] = set()
+    for cell in nb.cells:   # ids from the content, so that re-converting an unchanged cell keeps its id
+        cid = hashlib.sha1(cell.source.encode()).hexdigest()[:8]
+        while cid in seen:
+            cid = hashlib.sha1(cid.encode()).hexdigest()[:8]
+        seen.add(cid)
+        cell.id = cid
     return nb
 
 
