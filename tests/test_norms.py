@@ -242,3 +242,19 @@ def test_residualnorm_rejects_sublayer_of_wrong_shape(norm_first):
         res(x, lambda h: h[:, :1])          # (2, 1, 8) would broadcast silently
     with pytest.raises(ValueError, match="sublayer must return"):
         res(x, lambda h: (h, None))         # a tuple, as nn.MultiheadAttention returns
+
+
+@pytest.mark.parametrize("shape", [(1, 16), (4, 7, 16), (2, 3, 5, 16)])
+def test_explicit_path_equals_fused(shape):
+    "The written-out formula (explicit) and the fused kernel (forward) are the same function, gradients included."
+    torch.manual_seed(7)
+    ln = LayerNorm(16)
+    with torch.no_grad():
+        ln.weight.normal_(); ln.bias.normal_()
+    x1 = torch.randn(shape, requires_grad=True)
+    x2 = x1.detach().clone().requires_grad_(True)
+    g = torch.randn(shape)
+    ln(x1).backward(g)
+    ln.explicit(x2).backward(g)
+    torch.testing.assert_close(x1.grad, x2.grad)
+    torch.testing.assert_close(ln(x1), ln.explicit(x1))

@@ -20,7 +20,7 @@ from .positional import PositionalEncoding
 # %% auto #0
 __all__ = ['TransformerConfig', 'Transformer', 'load_torch_transformer', 'greedy_decode_uncached']
 
-# %% ../nbs/08_transformer.ipynb #fe8ed22d
+# %% ../nbs/08_transformer.ipynb #d82cffcb
 @dataclass(frozen=True)
 class TransformerConfig:
     "Sizes of a Transformer; defaults are the paper's base model (Table 3)."
@@ -43,8 +43,11 @@ class TransformerConfig:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model (= {self.d_model}) must be divisible by n_heads (= {self.n_heads})")
-        if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ValueError(f"pad_id must be a valid id of both vocabularies, got {self.pad_id}")
+        if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) \
+                or not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
+            raise ValueError(f"pad_id must be an int id of both vocabularies, got {self.pad_id!r}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError("share_embeddings=True needs src_vocab_size == tgt_vocab_size, got "
                              f"{self.src_vocab_size} and {self.tgt_vocab_size}")
@@ -111,7 +114,7 @@ class Transformer(nn.Module):
         "src (B, S), tgt (B, T) -> logits (B, T, tgt_vocab_size): position t scores token t+1."
         return self.decode(tgt, self.encode(src), src)
 
-# %% ../nbs/08_transformer.ipynb #0811203d
+# %% ../nbs/08_transformer.ipynb #9f82cc99
 @torch.no_grad()
 def load_torch_transformer(ours: Transformer, theirs: nn.Transformer) -> Transformer:
     "Copy an nn.Transformer's encoder/decoder weights (same sizes, norm_first, ReLU) into ours; returns ours."
@@ -129,8 +132,9 @@ def load_torch_transformer(ours: Transformer, theirs: nn.Transformer) -> Transfo
     for o, t in zip(ours.decoder.layers, theirs.decoder.layers):
         copy_from_torch_decoder_layer(o, t)
     if c.norm_first:
-        ours.encoder.norm.load_state_dict(theirs.encoder.norm.state_dict())
-        ours.decoder.norm.load_state_dict(theirs.decoder.norm.state_dict())
+        for o, t in ((ours.encoder.norm, theirs.encoder.norm), (ours.decoder.norm, theirs.decoder.norm)):
+            o.load_state_dict(t.state_dict())
+            o.eps = t.eps
     return ours
 
 # %% ../nbs/08_transformer.ipynb #7ba43d45

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 # %% auto #0
@@ -34,12 +35,18 @@ class LayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d_model))    # gamma, (D,)
         self.bias = nn.Parameter(torch.zeros(d_model))     # beta, (D,)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def explicit(self, x: Tensor) -> Tensor:
+        "The formula written out step by step, to read and check: (..., D) -> (..., D)."
         _check_last_dim(x, self.d_model)                       # x: (..., D), e.g. (B, T, D)
         mean = x.mean(dim=-1, keepdim=True)                    # (..., D) -> (..., 1)
         var = (x - mean).pow(2).mean(dim=-1, keepdim=True)     # (..., 1), biased: divides by D
         x_hat = (x - mean) / torch.sqrt(var + self.eps)        # (..., D), per token mean 0, variance ~1
         return x_hat * self.weight + self.bias                 # (..., D) * (D,) + (D,) -> (..., D)
+
+    def forward(self, x: Tensor) -> Tensor:
+        "The same function through PyTorch's fused kernel (what the model runs): (..., D) -> (..., D)."
+        _check_last_dim(x, self.d_model)
+        return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}"
