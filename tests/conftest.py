@@ -4,6 +4,7 @@ import configparser
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -18,3 +19,12 @@ def settings() -> configparser.SectionProxy:
     cfg = configparser.ConfigParser()
     cfg.read(ROOT / "settings.ini")
     return cfg["DEFAULT"]
+
+
+@pytest.fixture
+def no_mha_fastpath():
+    "PyTorch's inference fast path returns zeros at padded query rows; the slow path computes them as we do."
+    before = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    yield
+    torch.backends.mha.set_fastpath_enabled(before)

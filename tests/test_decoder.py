@@ -6,28 +6,13 @@ import pytest
 import torch
 from torch import nn
 
+from parity import assert_grads_match, ffn_and_norm_pairs, keep_mask, mha_pairs, randomize_
 from transformer_lit.decoder import Decoder, DecoderLayer, copy_from_torch_decoder_layer
+
+pytestmark = pytest.mark.usefixtures("no_mha_fastpath")
 from transformer_lit.masking import causal_mask
 
 SHAPES = [(1, 4, 6, 16, 4, 32), (3, 7, 5, 24, 3, 40), (4, 6, 9, 32, 8, 64)]   # (B, S, T, D, H, F), S != T
-
-
-@pytest.fixture(autouse=True)
-def no_mha_fastpath():
-    "PyTorch's inference fast path returns zeros at padded query rows; the slow path computes them as we do."
-    before = torch.backends.mha.get_fastpath_enabled()
-    torch.backends.mha.set_fastpath_enabled(False)
-    yield
-    torch.backends.mha.set_fastpath_enabled(before)
-
-
-def randomize_(module: nn.Module) -> nn.Module:
-    "PyTorch starts biases at 0 and LayerNorm at (1, 0); draw them at random so that they are really compared."
-    with torch.no_grad():
-        for p in module.parameters():
-            if p.dim() == 1:
-                p.add_(0.1 * torch.randn_like(p))
-    return module
 
 
 def torch_layer(D: int, H: int, F: int, norm_first: bool, seed: int) -> nn.TransformerDecoderLayer:
@@ -39,13 +24,6 @@ def make_pair(D: int, H: int, F: int, norm_first: bool, seed: int) -> tuple[Deco
     theirs = torch_layer(D, H, F, norm_first, seed)
     ours = copy_from_torch_decoder_layer(DecoderLayer(D, H, F, dropout=0.0, norm_first=norm_first), theirs)
     return ours, theirs
-
-
-def keep_mask(B: int, L: int, seed: int) -> torch.Tensor:
-    "(B, L) bool, True at real tokens: row b keeps a different number of tokens (at least 1), padding at the end."
-    g = torch.Generator().manual_seed(seed)
-    lengths = (L - torch.randperm(L, generator=g)[:B]).clamp(min=1) if B <= L else torch.randint(1, L + 1, (B,), generator=g)
-    return torch.arange(L) < lengths[:, None]
 
 
 def masks(B: int, S: int, T: int, seed: int, tgt_padding: bool = False):
@@ -61,33 +39,11 @@ def masks(B: int, S: int, T: int, seed: int, tgt_padding: bool = False):
     return ours, theirs
 
 
-def mha_pairs(prefix: str, ours, theirs):
-    "(name, our parameters that make it up, their parameter) for one attention block."
-    return [(f"{prefix}.in_proj_weight", [ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight], theirs.in_proj_weight),
-            (f"{prefix}.in_proj_bias", [ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias], theirs.in_proj_bias),
-            (f"{prefix}.out_proj.weight", [ours.out_proj.weight], theirs.out_proj.weight),
-            (f"{prefix}.out_proj.bias", [ours.out_proj.bias], theirs.out_proj.bias)]
-
-
 def layer_pairs(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer):
     "Every parameter of ours, grouped as the matching parameter of theirs."
-    pairs = mha_pairs("self_attn", ours.self_attn, theirs.self_attn)
-    pairs += mha_pairs("multihead_attn", ours.cross_attn, theirs.multihead_attn)
-    for lin in ("linear1", "linear2"):
-        for p in ("weight", "bias"):
-            pairs.append((f"{lin}.{p}", [getattr(getattr(ours.ffn, lin), p)], getattr(getattr(theirs, lin), p)))
-    for res, norm in (("self_res", "norm1"), ("cross_res", "norm2"), ("ffn_res", "norm3")):
-        for p in ("weight", "bias"):
-            pairs.append((f"{norm}.{p}", [getattr(getattr(ours, res).norm, p)], getattr(getattr(theirs, norm), p)))
-    return pairs
-
-
-def assert_grads_match(pairs, ours: nn.Module) -> None:
-    covered = {id(p) for _, group, _ in pairs for p in group}
-    assert covered == {id(p) for p in ours.parameters()}, "the name mapping must cover every parameter of ours"
-    for name, group, theirs in pairs:
-        got = torch.cat([p.grad for p in group])
-        torch.testing.assert_close(got, theirs.grad, msg=lambda m: f"gradient of {name}: {m}")
+    return mha_pairs("self_attn", ours.self_attn, theirs.self_attn) + \
+        mha_pairs("multihead_attn", ours.cross_attn, theirs.multihead_attn) + \
+        ffn_and_norm_pairs(ours, theirs, {"self_res": "norm1", "cross_res": "norm2", "ffn_res": "norm3"})
 
 
 # ---------------------------------------------------------------- one layer

@@ -6,27 +6,12 @@ import pytest
 import torch
 from torch import nn
 
+from parity import assert_grads_match, ffn_and_norm_pairs, keep_mask, mha_pairs, randomize_
 from transformer_lit.encoder import Encoder, EncoderLayer, copy_from_torch_encoder_layer
 
+pytestmark = pytest.mark.usefixtures("no_mha_fastpath")
+
 SHAPES = [(1, 5, 16, 4, 32), (3, 7, 24, 3, 40), (4, 6, 32, 8, 64)]   # (B, S, D, H, F)
-
-
-@pytest.fixture(autouse=True)
-def no_mha_fastpath():
-    "PyTorch's inference fast path returns zeros at padded query rows; the slow path computes them as we do."
-    before = torch.backends.mha.get_fastpath_enabled()
-    torch.backends.mha.set_fastpath_enabled(False)
-    yield
-    torch.backends.mha.set_fastpath_enabled(before)
-
-
-def randomize_(module: nn.Module) -> nn.Module:
-    "PyTorch starts biases at 0 and LayerNorm at (1, 0); draw them at random so that they are really compared."
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            if p.dim() == 1:
-                p.add_(0.1 * torch.randn_like(p))
-    return module
 
 
 def torch_layer(D: int, H: int, F: int, norm_first: bool, seed: int, dropout: float = 0.0) -> nn.TransformerEncoderLayer:
@@ -41,39 +26,10 @@ def make_pair(D: int, H: int, F: int, norm_first: bool, seed: int) -> tuple[Enco
     return ours, theirs
 
 
-def keep_mask(B: int, S: int, seed: int) -> torch.Tensor:
-    "(B, S) bool, True at real tokens: row b keeps a different number of tokens (at least 1), padding at the end."
-    g = torch.Generator().manual_seed(seed)
-    lengths = (S - torch.randperm(S, generator=g)[:B]).clamp(min=1) if B <= S else torch.randint(1, S + 1, (B,), generator=g)
-    return torch.arange(S) < lengths[:, None]
-
-
-def mha_pairs(prefix: str, ours, theirs) -> list[tuple[str, list[torch.Tensor], torch.Tensor]]:
-    "(name, our parameters that make it up, their parameter) for one attention block."
-    return [(f"{prefix}.in_proj_weight", [ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight], theirs.in_proj_weight),
-            (f"{prefix}.in_proj_bias", [ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias], theirs.in_proj_bias),
-            (f"{prefix}.out_proj.weight", [ours.out_proj.weight], theirs.out_proj.weight),
-            (f"{prefix}.out_proj.bias", [ours.out_proj.bias], theirs.out_proj.bias)]
-
-
 def layer_pairs(ours: EncoderLayer, theirs: nn.TransformerEncoderLayer):
     "Every parameter of ours, grouped as the matching parameter of theirs."
-    pairs = mha_pairs("self_attn", ours.self_attn, theirs.self_attn)
-    for lin in ("linear1", "linear2"):
-        for p in ("weight", "bias"):
-            pairs.append((f"{lin}.{p}", [getattr(getattr(ours.ffn, lin), p)], getattr(getattr(theirs, lin), p)))
-    for res, norm in (("attn_res", "norm1"), ("ffn_res", "norm2")):
-        for p in ("weight", "bias"):
-            pairs.append((f"{norm}.{p}", [getattr(getattr(ours, res).norm, p)], getattr(getattr(theirs, norm), p)))
-    return pairs
-
-
-def assert_grads_match(pairs, ours: nn.Module) -> None:
-    covered = {id(p) for _, group, _ in pairs for p in group}
-    assert covered == {id(p) for p in ours.parameters()}, "the name mapping must cover every parameter of ours"
-    for name, group, theirs in pairs:
-        got = torch.cat([p.grad for p in group])
-        torch.testing.assert_close(got, theirs.grad, msg=lambda m: f"gradient of {name}: {m}")
+    return mha_pairs("self_attn", ours.self_attn, theirs.self_attn) + \
+        ffn_and_norm_pairs(ours, theirs, {"attn_res": "norm1", "ffn_res": "norm2"})
 
 
 # ---------------------------------------------------------------- one layer

@@ -17,16 +17,8 @@ from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_
 
 CASES = [(1, 5, 4), (3, 7, 5), (4, 6, 9)]   # (B, S, T): batch 1 and > 1, S != T
 PAD, BOS, EOS = 0, 1, 2
-pytestmark = pytest.mark.filterwarnings("ignore:enable_nested_tensor is True:UserWarning")   # nn.Transformer, pre-norm
-
-
-@pytest.fixture(autouse=True)
-def no_mha_fastpath():
-    "PyTorch's inference fast path returns zeros at padded query rows; the slow path computes them as we do."
-    before = torch.backends.mha.get_fastpath_enabled()
-    torch.backends.mha.set_fastpath_enabled(False)
-    yield
-    torch.backends.mha.set_fastpath_enabled(before)
+pytestmark = [pytest.mark.filterwarnings("ignore:enable_nested_tensor is True:UserWarning"),   # nn.Transformer, pre-norm
+              pytest.mark.usefixtures("no_mha_fastpath")]
 
 
 class TorchReference(nn.Module):

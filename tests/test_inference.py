@@ -1,0 +1,222 @@
+"""The cached decoding loop equals the plain one; the cache never reads unwritten slots; beam search is sound."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from transformer_lit.inference import KVCache, beam_search, decode_step, gnmt_length_penalty, greedy_decode, new_cache
+from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
+
+BOS, EOS = 1, 2
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    "Tiny models, one token at a time: a second thread only adds waiting (badly so on a busy machine)."
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny_model(seed: int, norm_first: bool = False, **overrides) -> Transformer:
+    torch.manual_seed(seed)
+    return Transformer(TransformerConfig.tiny(norm_first=norm_first, **overrides)).eval()
+
+
+def padded_src(seed: int, batch: int = 4, length: int = 9, vocab: int = 50) -> torch.Tensor:
+    "Random source ids (B, S) with trailing padding (id 0) of different lengths; row 0 unpadded."
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(3, vocab, (batch, length), generator=g)
+    for i in range(1, batch):
+        src[i, length - (i * 2) % (length - 2):] = 0
+    return src
+
+
+def forced_logits(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, cache: KVCache) -> torch.Tensor:
+    "Feed tgt (B, T) through the cache one token at a time -> logits (B, T, V)."
+    return torch.stack([decode_step(model, tgt[:, t:t + 1], cache) for t in range(tgt.shape[1])], dim=1)
+
+
+def strip(row: torch.Tensor, eos_id: int) -> torch.Tensor:
+    hits = (row[1:] == eos_id).nonzero()
+    return row if len(hits) == 0 else row[: int(hits[0]) + 2]
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("static", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_step_logits_equal_full_decode(norm_first, static, seed):
+    model, src = tiny_model(seed, norm_first), padded_src(seed)
+    tgt = torch.randint(3, 60, (src.shape[0], 11), generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        memory = model.encode(src)
+        full = model.decode(tgt, memory, src)
+    cache = new_cache(model, memory, src, max_len=16, static=static)
+    torch.testing.assert_close(forced_logits(model, src, tgt, cache), full)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("eos_id", [None, 5])
+def test_cached_greedy_equals_uncached(norm_first, seed, eos_id):
+    model, src = tiny_model(seed, norm_first), padded_src(seed)
+    slow = greedy_decode_uncached(model, src, 20, BOS, eos_id)
+    with torch.no_grad():   # near-ties would make token equality luck: require a clear argmax first
+        full = model(src, slow[:, :-1])
+        steps = forced_logits(model, src, slow[:, :-1], new_cache(model, model.encode(src), src, 20))
+    top = full.topk(2, dim=-1).values
+    assert (top[..., 0] - top[..., 1]).min() > 2 * (steps - full).abs().max(), "near-tie: choose another seed"
+    assert torch.equal(greedy_decode(model, src, 20, BOS, eos_id), slow)
+    assert torch.equal(greedy_decode(model, src, 20, BOS, eos_id, use_cache=False), slow)
+
+
+def uneven_eos(free: torch.Tensor) -> int:
+    "A token that first appears at different steps in different rows of free (B, 1 + n), used as eos_id."
+    for v in range(int(free.max()) + 1):
+        firsts = {int((row[1:] == v).nonzero()[0]) if (row[1:] == v).any() else None for row in free}
+        if len(firsts) > 1 and firsts != {None}:
+            return v
+    raise AssertionError("no token ends the rows unevenly: choose another seed")
+
+
+def test_rows_finish_at_different_steps_and_batch_equals_alone():
+    model = tiny_model(3, tgt_vocab_size=12)
+    src = padded_src(3, batch=5)
+    eos = uneven_eos(greedy_decode(model, src, 15, BOS))        # rows end at different steps
+    out = greedy_decode(model, src, 15, BOS, eos)
+    ends = [len(strip(r, eos)) for r in out]
+    assert len(set(ends)) > 1 and torch.equal(out, greedy_decode_uncached(model, src, 15, BOS, eos))
+    for i in range(src.shape[0]):
+        alone = greedy_decode(model, src[i:i + 1, : int((src[i] != 0).sum())], 15, BOS, eos)[0]
+        assert torch.equal(out[i, : len(alone)], alone)
+        assert torch.all(out[i, len(alone):] == model.config.pad_id)
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_step_never_reads_unwritten_slots(static):
+    model, src = tiny_model(4), padded_src(4)
+    tgt = torch.randint(3, 60, (src.shape[0], 8), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        memory = model.encode(src)
+    clean = forced_logits(model, src, tgt, new_cache(model, memory, src, 20, static=static))
+    dirty = new_cache(model, memory, src, 20, static=static)
+    for t in range(tgt.shape[1]):
+        with torch.no_grad():   # before each step, fill every slot from the current one on
+            tail = dirty.self_k[:, :, :, t:]
+            if static:   # the static mode reads masked slots with weight 0: finite garbage must not matter
+                tail.uniform_(-1e3, 1e3); dirty.self_v[:, :, :, t:].uniform_(-1e3, 1e3)
+            else:        # the slicing mode never reads them at all: even NaN must not matter
+                tail.fill_(float("nan")); dirty.self_v[:, :, :, t:].fill_(float("nan"))
+        logits = decode_step(model, tgt[:, t:t + 1], dirty)
+        torch.testing.assert_close(logits, clean[:, t], rtol=0, atol=1e-6 if static else 0)
+
+
+def test_cache_is_written_in_place_and_memory_projected_once():
+    model, src = tiny_model(5), padded_src(5)
+    calls = []
+    hooks = [layer.cross_attn.k_proj.register_forward_hook(lambda *_: calls.append(1)) for layer in model.decoder.layers]
+    memory = model.encode(src)
+    cache = new_cache(model, memory, src, 10)
+    ptr = cache.self_k.data_ptr()
+    for t in range(10):
+        decode_step(model, torch.full((src.shape[0], 1), 3 + t), cache)
+    assert cache.self_k.data_ptr() == ptr and cache.length == 10 and int(cache.position) == 10
+    assert len(calls) == model.config.n_layers                  # once per layer, not once per step
+    assert cache.nbytes() == {"self": 2 * 2 * 4 * 10 * 32 * 4, "cross": 2 * 2 * 4 * src.shape[1] * 32 * 4}
+    for h in hooks:
+        h.remove()
+    with pytest.raises(ValueError, match="cache is full"):
+        decode_step(model, torch.full((src.shape[0], 1), 3), cache)
+
+
+def test_reorder_follows_rows_in_every_tensor():
+    model, src = tiny_model(6), padded_src(6)
+    tgt = torch.randint(3, 60, (src.shape[0], 6), generator=torch.Generator().manual_seed(6))
+    memory = model.encode(src)
+    cache = new_cache(model, memory, src, 8)
+    forced_logits(model, src, tgt[:, :5], cache)
+    index = torch.tensor([2, 0, 0, 3, 1, 2])                       # reorder and grow B = 4 -> 6
+    cache.reorder(index)
+    expected = new_cache(model, memory[index], src[index], 8)
+    expected_logits = forced_logits(model, src[index], tgt[index], expected)[:, -1]
+    torch.testing.assert_close(decode_step(model, tgt[index, 5:6], cache), expected_logits)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_beam_size_one_is_greedy(norm_first, seed):
+    model, src = tiny_model(seed, norm_first, tgt_vocab_size=12), padded_src(seed)
+    eos = int(greedy_decode(model, src, 12, BOS)[1, 4])            # a token the model does produce
+    greedy = greedy_decode(model, src, 12, BOS, eos)
+    beams = beam_search(model, src, beam_size=1, max_new_tokens=12, bos_id=BOS, eos_id=eos)
+    assert all(torch.equal(b, strip(g, eos)) for b, g in zip(beams, greedy))
+
+
+def log_prob(model: Transformer, src: torch.Tensor, hyp: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        logp = model(src, hyp[None, :-1]).log_softmax(-1)[0]
+    return logp.gather(1, hyp[1:, None]).sum()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
+def test_beam_as_wide_as_the_vocabulary_is_exhaustive(seed, alpha):
+    "k = V over two steps ranks every one- and two-token translation: it must find the best by brute force."
+    model, V = tiny_model(seed, tgt_vocab_size=8), 8
+    src = padded_src(seed, batch=1)
+    hyps = [torch.tensor([BOS, EOS])] + [torch.tensor([BOS, a, b]) for a, b in itertools.product(range(V), repeat=2) if a != EOS]
+    scores = torch.stack([log_prob(model, src, y) / gnmt_length_penalty(torch.tensor(len(y) - 1.0), alpha) for y in hyps])
+    found = beam_search(model, src, beam_size=V, max_new_tokens=2, bos_id=BOS, eos_id=EOS, length_penalty=alpha)[0]
+    assert torch.equal(found, hyps[int(scores.argmax())])
+
+
+def test_beam_search_batch_equals_alone_and_shapes():
+    model, src = tiny_model(7, tgt_vocab_size=12), padded_src(7)
+    eos = int(greedy_decode(model, src, 8, BOS)[0, 3])
+    together = beam_search(model, src, beam_size=3, max_new_tokens=10, bos_id=BOS, eos_id=eos)
+    assert len(together) == src.shape[0]
+    for i, hyp in enumerate(together):
+        alone = beam_search(model, src[i:i + 1, : int((src[i] != 0).sum())], 3, 10, BOS, eos)[0]
+        assert torch.equal(hyp, alone)
+        assert hyp[0] == BOS and len(hyp) <= 11 and (hyp[-1] == eos or len(hyp) == 11)
+        assert not (hyp[1:-1] == eos).any()
+
+
+def test_zero_new_tokens():
+    model, src = tiny_model(8), padded_src(8)
+    assert torch.equal(greedy_decode(model, src, 0, BOS), torch.full((4, 1), BOS))
+    assert all(torch.equal(y, torch.tensor([BOS])) for y in beam_search(model, src, 2, 0, BOS, EOS))
+
+
+def test_length_penalty():
+    torch.testing.assert_close(gnmt_length_penalty(torch.tensor([1.0, 7.0]), 0.6), torch.tensor([1.0, 2.0 ** 0.6]))
+
+
+def test_bad_inputs():
+    model, src = tiny_model(9), padded_src(9)
+    with pytest.raises(ValueError, match="beam_size"):
+        beam_search(model, src, beam_size=0)
+    with pytest.raises(ValueError, match="beam_size"):
+        beam_search(model, src, beam_size=61)
+    with pytest.raises(ValueError, match="length_penalty"):
+        beam_search(model, src, length_penalty=-1.0)
+    for fn in (lambda n: greedy_decode(model, src, n, BOS), lambda n: beam_search(model, src, 2, n)):
+        with pytest.raises(ValueError, match="max_new_tokens"):
+            fn(-1)
+        with pytest.raises(ValueError, match="max_new_tokens"):
+            fn(1000)
+    with pytest.raises(ValueError, match="bos_id"):
+        greedy_decode(model, src, 3, bos_id=60)
+    with pytest.raises(ValueError, match="eos_id"):
+        greedy_decode(model, src, 3, BOS, eos_id=-1)
+    with pytest.raises(TypeError, match="src"):
+        greedy_decode(model, src.float(), 3, BOS)
+    with pytest.raises(ValueError, match=r"src must be a \(B, L\)"):
+        greedy_decode(model, src[0], 3, BOS)
+    with pytest.raises(ValueError, match=r"src must be a \(B, L\)"):
+        beam_search(model, src[None], 2, 3)
+    with pytest.raises(ValueError, match="max_len"):
+        new_cache(model, model.encode(src), src, max_len=0)
