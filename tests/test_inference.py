@@ -220,3 +220,8 @@ def test_bad_inputs():
         beam_search(model, src[None], 2, 3)
     with pytest.raises(ValueError, match="max_len"):
         new_cache(model, model.encode(src), src, max_len=0)
+    cache = new_cache(model, model.encode(src), src, max_len=4)
+    with pytest.raises(ValueError, match=r"tokens must be \(B, 1\) with B = 4"):
+        decode_step(model, torch.ones(4, 2, dtype=torch.long), cache)
+    with pytest.raises(ValueError, match=r"tokens must be \(B, 1\) with B = 4"):
+        decode_step(model, torch.ones(3, 1, dtype=torch.long), cache)
