@@ -63,6 +63,7 @@ def visit(browser, url: str, shot: Path) -> tuple[object, list[str]]:
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+    page.on("response", lambda r: errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
     resp = page.goto(url, wait_until="networkidle")
     assert resp is not None and resp.ok, f"{url} answered {resp and resp.status}"
     page.evaluate("() => window.MathJax?.startup?.promise")
@@ -79,7 +80,10 @@ def test_page(browser, server, settings, doc):
         assert not errors, f"console errors on {doc}: {errors}"
         text = page.inner_text("article")
         assert "#|" not in text, f"nbdev directive text visible on {doc}"
-        assert "\\(" not in text and "\\[" not in text and "$$" not in text, f"raw TeX left on {doc}"
+        prose = page.evaluate(  # the article's text outside code and outputs, where TeX delimiters are not meant literally
+            "() => { const a = document.querySelector('article').cloneNode(true);"
+            " a.querySelectorAll('pre, code, .cell_output, mjx-container').forEach(e => e.remove()); return a.innerText; }")
+        assert not any(d in prose for d in ("\\(", "\\[", "$$")), f"raw TeX left on {doc}"
         n_math = page.locator("article .math, article span.math, article div.math").count()
         if n_math:
             assert page.locator("article mjx-container").count() >= n_math, f"math not typeset on {doc}"
