@@ -28,3 +28,12 @@ def no_mha_fastpath():
     torch.backends.mha.set_fastpath_enabled(False)
     yield
     torch.backends.mha.set_fastpath_enabled(before)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    "Tiny models, small batches, one token at a time: a second thread only adds waiting (badly so on a busy machine)."
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

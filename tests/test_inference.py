@@ -6,19 +6,16 @@ import itertools
 import pytest
 import torch
 
-from transformer_lit.inference import KVCache, beam_search, decode_step, gnmt_length_penalty, greedy_decode, new_cache
+from transformer_lit.data import train_tokenizer
+from transformer_lit.inference import (KVCache, beam_search, decode_step, gnmt_length_penalty, greedy_decode, new_cache,
+                                       translate)
 from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
+from transformer_lit.training import greedy_translate
 
 BOS, EOS = 1, 2
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    "Tiny models, one token at a time: a second thread only adds waiting (badly so on a busy machine)."
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 
 
 def tiny_model(seed: int, norm_first: bool = False, **overrides) -> Transformer:
@@ -171,6 +168,43 @@ def test_beam_as_wide_as_the_vocabulary_is_exhaustive(seed, alpha):
     scores = torch.stack([log_prob(model, src, y) / gnmt_length_penalty(torch.tensor(len(y) - 1.0), alpha) for y in hyps])
     found = beam_search(model, src, beam_size=V, max_new_tokens=2, bos_id=BOS, eos_id=EOS, length_penalty=alpha)[0]
     assert torch.equal(found, hyps[int(scores.argmax())])
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("k", [2, 4])
+def test_beam_search_without_cache_is_the_same_search(norm_first, seed, k):
+    model, src = tiny_model(seed, norm_first, tgt_vocab_size=12), padded_src(seed)
+    eos = int(greedy_decode(model, src, 8, BOS)[0, 3])
+    cached = beam_search(model, src, k, 10, BOS, eos)
+    plain = beam_search(model, src, k, 10, BOS, eos, use_cache=False)
+    assert all(torch.equal(a, b) for a, b in zip(cached, plain))
+
+
+ENGLISH = ["In the beginning God created the heavens and the earth.", "The earth was formless and empty.",
+           "God said, Let there be light, and there was light.", "The king said to Daniel, Your God is the God of gods."]
+FRENCH = ["Au commencement, Dieu créa les cieux et la terre.", "La terre était informe et vide.",
+          "Dieu dit: Que la lumière soit! Et la lumière fut.", "Le roi dit à Daniel: Votre Dieu est le Dieu des dieux."]
+
+
+def test_translate_front_end():
+    "translate: greedy cached == chapter 09's uncached loop; beam with and without cache agree; input order kept."
+    tokenizer = train_tokenizer(ENGLISH + FRENCH, vocab_size=90)
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig.tiny(tokenizer.vocab_size, tokenizer.vocab_size, share_embeddings=True)).eval()
+    sentences = ENGLISH + ["Light.", "God saw the light."]
+    greedy = translate(model, tokenizer, sentences)
+    assert len(greedy) == len(sentences) and all(isinstance(t, str) for t in greedy)
+    assert greedy == greedy_translate(model, tokenizer, sentences) == translate(model, tokenizer, sentences, use_cache=False)
+    assert greedy == translate(model, tokenizer, sentences, batch_size=1)   # batching never changes a greedy output
+    assert translate(model, tokenizer, sentences[::-1]) == greedy[::-1]
+    beam = translate(model, tokenizer, sentences, beam_size=3)
+    assert beam == translate(model, tokenizer, sentences, beam_size=3, use_cache=False) and len(beam) == len(sentences)
+    assert translate(model, tokenizer, []) == []
+    with pytest.raises(ValueError, match="beam_size"):
+        translate(model, tokenizer, sentences, beam_size=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        translate(model, tokenizer, sentences, batch_size=0)
 
 
 def test_beam_search_batch_equals_alone_and_shapes():

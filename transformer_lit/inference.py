@@ -6,17 +6,20 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from .attention import MultiHeadAttention, split_heads
+from .data import BOS_ID, EOS_ID, SubwordTokenizer
 from .masking import padding_mask
 from .model import Transformer, greedy_decode_uncached
+from .training import translate_batched
 
 # %% auto #0
-__all__ = ['KVCache', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_penalty', 'beam_search']
+__all__ = ['KVCache', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'translate']
 
 # %% ../nbs/10_inference.ipynb #5b5cd812
 class KVCache:
@@ -187,7 +190,8 @@ def _best_hypotheses(tokens: Tensor, score: Tensor, length: Tensor, alpha: float
 # %% ../nbs/10_inference.ipynb #42a8f7f9
 @torch.no_grad()
 def beam_search(model: Transformer, src: Tensor, beam_size: int = 4, max_new_tokens: int = 100,
-                bos_id: int = 1, eos_id: int = 2, length_penalty: float = 0.6) -> list[Tensor]:
+                bos_id: int = 1, eos_id: int = 2, length_penalty: float = 0.6,
+                use_cache: bool = True) -> list[Tensor]:
     "src (B, S) -> per sentence the best hypothesis (1 + n,), bos_id first, by log P / ((5 + n) / 6) ** alpha."
     V = model.config.tgt_vocab_size
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= V:
@@ -197,21 +201,40 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 4, max_new_tok
     _check_decode_args(model, max_new_tokens, bos_id, eos_id)
     memory = model.encode(src)                                                 # (B, S, D); checks src
     (B, _), k, dev = src.shape, beam_size, src.device
-    cache = new_cache(model, memory, src, max(max_new_tokens, 1))
-    cache.reorder(torch.arange(B, device=dev).repeat_interleave(k))           # B -> B*k rows, cross K/V too
+    beam_rows = torch.arange(B, device=dev).repeat_interleave(k)              # B -> B*k rows
+    if use_cache:
+        cache = new_cache(model, memory, src, max(max_new_tokens, 1))
+        cache.reorder(beam_rows)                                               # cross K/V expand too
+    else:                                                                      # for comparison: the plain loop
+        memory, src = memory.index_select(0, beam_rows), src.index_select(0, beam_rows)
     tokens = torch.full((B * k, 1 + max_new_tokens), model.config.pad_id, dtype=torch.long, device=dev)
     tokens[:, 0] = bos_id
     score = torch.full((B, k), float("-inf"), device=dev)
     score[:, 0] = 0.0                                                         # one live beam per sentence
     length, done = torch.zeros(B, k, dtype=torch.long, device=dev), torch.zeros(B, k, dtype=torch.bool, device=dev)
     for t in range(max_new_tokens):
-        logp = decode_step(model, tokens[:, t:t + 1], cache).float().log_softmax(-1).view(B, k, V)
+        if use_cache:
+            logits = decode_step(model, tokens[:, t:t + 1], cache)                # (B*k, V)
+        else:
+            logits = model.decode(tokens[:, :t + 1], memory, src)[:, -1]          # whole prefix again
+        logp = logits.float().log_softmax(-1).view(B, k, V)
         origin, token, score, length, done = _select_beams(logp, score, length, done, model.config.pad_id,
                                                            eos_id, length_penalty)
         rows = (torch.arange(B, device=dev)[:, None] * k + origin).view(-1)  # (B*k,) parent rows
         tokens = tokens.index_select(0, rows)
         tokens[:, t + 1] = token.view(-1)
-        cache.reorder(rows)                                                    # every layer follows its parent
+        if use_cache:
+            cache.reorder(rows)                                                # every layer follows its parent
         if done.all():
             break
     return _best_hypotheses(tokens, score, length, length_penalty)
+
+# %% ../nbs/10_inference.ipynb #078d0a15
+def translate(model: Transformer, tokenizer: SubwordTokenizer, sentences: Sequence[str], beam_size: int = 1,
+              use_cache: bool = True, batch_size: int = 64, length_penalty: float = 0.6) -> list[str]:
+    "English sentences -> French texts, in input order: greedy (beam_size=1) or beam search."
+    if beam_size == 1:
+        decode = lambda src, n: greedy_decode(model, src, n, BOS_ID, EOS_ID, use_cache)
+    else:   # beam_search checks beam_size
+        decode = lambda src, n: beam_search(model, src, beam_size, n, BOS_ID, EOS_ID, length_penalty, use_cache)
+    return translate_batched(model, tokenizer, sentences, decode, batch_size)

@@ -1,0 +1,210 @@
+"""The `transformer-lit` command: in-process through main([...]) and as a subprocess; no network."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import transformer_lit.cli as cli
+from transformer_lit.data import Pair, train_tokenizer
+from transformer_lit.model import Transformer, TransformerConfig
+from transformer_lit.training import load_checkpoint, save_checkpoint
+
+ENGLISH = ["In the beginning God created the heavens and the earth.", "The earth was formless and empty.",
+           "God said, Let there be light, and there was light.", "God saw the light, and saw that it was good.",
+           "The king said to Daniel, Your God is the God of gods.", "Naomi said to Ruth, Go, my daughter."]
+FRENCH = ["Au commencement, Dieu créa les cieux et la terre.", "La terre était informe et vide.",
+          "Dieu dit: Que la lumière soit! Et la lumière fut.", "Dieu vit que la lumière était bonne.",
+          "Le roi dit à Daniel: Votre Dieu est le Dieu des dieux.", "Naomi dit à Ruth: Va, ma fille."]
+COMMAND = [sys.executable, "-c", "import sys; from transformer_lit.cli import main; sys.exit(main())"]
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    "A tiny model with a tiny tokenizer, saved as `train` would save model.pt."
+    tokenizer = train_tokenizer(ENGLISH + FRENCH, vocab_size=80)
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig.tiny(tokenizer.vocab_size, tokenizer.vocab_size, share_embeddings=True))
+    return save_checkpoint(tmp_path_factory.mktemp("ckpt") / "model.pt", model, tokenizer=tokenizer.to_bytes())
+
+
+def run(argv, capsys, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        status = cli.main(argv)
+    except SystemExit as e:
+        status = e.code
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def assert_one_line_error(status: int, out: str, err: str, *words: str) -> None:
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+
+
+# --- help -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, words", [(["--help"], ["train", "translate"]),
+                                         (["train", "--help"], ["--preset", "--steps", "--minutes", "--out", "--resume"]),
+                                         (["translate", "--help"], ["checkpoint", "SENTENCE", "standard input", "decoding", "--beam",
+                                                                        "--no-cache", "--length-penalty"])])
+def test_help(argv, words, capsys):
+    status, out, _ = run(argv, capsys)
+    assert status == 0
+    for w in words:
+        assert w in out
+
+
+def test_no_command_is_a_usage_error(capsys):
+    status, _, err = run([], capsys)
+    assert status == 2 and "COMMAND" in err
+
+
+# --- translate ------------------------------------------------------------------------------------
+
+def test_translate_arguments(checkpoint, capsys):
+    status, out, err = run(["translate", str(checkpoint), "God said.", "The king said to Daniel."], capsys)
+    assert status == 0 and err == ""
+    assert len(out.splitlines()) == 2
+
+
+def test_translate_stdin_keeps_blank_lines(checkpoint, capsys, monkeypatch):
+    status, out, _ = run(["translate", str(checkpoint), "--batch-size", "1"], capsys, "God said.\n\nNaomi said.\n", monkeypatch)
+    lines = out.split("\n")
+    assert status == 0 and len(lines) == 4 and lines[1] == "" and lines[3] == ""
+
+
+def test_translate_is_deterministic_and_batch_independent(checkpoint, capsys):
+    sentences = ENGLISH[:4]
+    _, a, _ = run(["translate", str(checkpoint), *sentences], capsys)
+    _, b, _ = run(["translate", "--batch-size", "1", str(checkpoint), *sentences], capsys)
+    assert a == b
+
+
+def test_translate_missing_checkpoint(tmp_path, capsys):
+    assert_one_line_error(*run(["translate", str(tmp_path / "nope.pt"), "Hello."], capsys), "no checkpoint", "nope.pt")
+
+
+def test_translate_not_a_checkpoint(tmp_path, capsys):
+    junk = tmp_path / "junk.pt"
+    junk.write_text("hello")
+    assert_one_line_error(*run(["translate", str(junk), "Hello."], capsys), "junk.pt")
+
+
+def test_translate_incompatible_checkpoints(checkpoint, tmp_path, capsys):
+    ckpt = load_checkpoint(checkpoint)
+    wrong = {**ckpt, "config": {**ckpt["config"], "d_model": 64}}
+    torch.save(wrong, tmp_path / "wrong.pt")
+    assert_one_line_error(*run(["translate", str(tmp_path / "wrong.pt"), "Hello."], capsys), "does not fit")
+    no_tokenizer = {k: v for k, v in ckpt.items() if k != "tokenizer"}
+    torch.save(no_tokenizer, tmp_path / "bare.pt")
+    assert_one_line_error(*run(["translate", str(tmp_path / "bare.pt"), "Hello."], capsys), "no tokenizer")
+    torch.save({"weights": torch.zeros(3)}, tmp_path / "foreign.pt")
+    assert_one_line_error(*run(["translate", str(tmp_path / "foreign.pt"), "Hello."], capsys), "foreign.pt")
+
+
+def test_translate_empty_input(checkpoint, capsys, monkeypatch):
+    assert_one_line_error(*run(["translate", str(checkpoint), ""], capsys), "empty")
+    assert_one_line_error(*run(["translate", str(checkpoint), "Hi.", "  "], capsys), "SENTENCE 2")
+    assert_one_line_error(*run(["translate", str(checkpoint)], capsys, "", monkeypatch), "no input")
+    assert_one_line_error(*run(["translate", str(checkpoint)], capsys, "\n \n", monkeypatch), "no input")
+
+
+def test_translate_bad_decoding_options(checkpoint, capsys):
+    assert_one_line_error(*run(["translate", str(checkpoint), "--batch-size", "0", "Hi."], capsys), "--batch-size")
+    assert_one_line_error(*run(["translate", str(checkpoint), "--beam", "0", "Hi."], capsys), "--beam")
+    assert_one_line_error(*run(["translate", str(checkpoint), "--length-penalty", "-1", "Hi."], capsys), "--length-penalty")
+    assert_one_line_error(*run(["translate", str(checkpoint), "--length-penalty", "nan", "Hi."], capsys), "--length-penalty")
+
+
+def test_translate_beam_and_no_cache(checkpoint, capsys):
+    sentences = ENGLISH[:4]
+    outputs = {}
+    for options in ([], ["--no-cache"], ["--beam", "3"], ["--beam", "3", "--no-cache"], ["--beam", "1"]):
+        status, out, err = run(["translate", str(checkpoint), *options, *sentences], capsys)
+        assert status == 0 and err == "" and len(out.splitlines()) == 4, err
+        outputs[" ".join(options)] = out
+    assert outputs[""] == outputs["--no-cache"] == outputs["--beam 1"]    # the cache changes speed, not output
+    assert outputs["--beam 3"] == outputs["--beam 3 --no-cache"]
+
+
+# --- train (on a small synthetic corpus instead of the download) ----------------------------------
+
+@pytest.fixture
+def fake_corpus(monkeypatch):
+    "Replace the downloaded Bible with a few pairs in a training, a validation (17) and a test book (8)."
+    pairs = [Pair(book, 1, v, ENGLISH[v % 6], FRENCH[v % 6]) for book in (1, 2, 17, 8) for v in range(1, 13)]
+    monkeypatch.setattr(cli, "load_pairs", lambda: pairs)
+
+
+def test_train_needs_a_budget(tmp_path, capsys, fake_corpus):
+    assert_one_line_error(*run(["train", "--out", str(tmp_path)], capsys), "--steps", "--minutes")
+    assert not any(tmp_path.iterdir())
+
+
+def test_train_bad_setting(tmp_path, capsys, fake_corpus):
+    assert_one_line_error(*run(["train", "--out", str(tmp_path), "--steps", "0"], capsys), "max_steps")
+
+
+def test_train_translate_resume(tmp_path, capsys, fake_corpus):
+    base = ["train", "--preset", "tiny", "--out", str(tmp_path), "--quiet", "--vocab-size", "90", "--device", "cpu"]
+    status, out, err = run(base + ["--steps", "6", "--bleu-sentences", "4"], capsys)
+    assert status == 0 and err == "", err
+    assert {p.name for p in tmp_path.iterdir()} == {"checkpoint.pt", "model.pt", "results.json"}
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["steps"] == 6 and results["settings"]["max_steps"] == 6 and "device" in results
+    assert results["bleu"]["sentences"] == 4 and results["config"]["d_model"] == 32 and results["preset"] == "tiny"
+    assert "6 steps" in out
+    resumable = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert resumable["state"]["step"] == 6 and resumable["optimizer"] is not None
+
+    status, out, _ = run(["translate", str(tmp_path / "model.pt"), "God said."], capsys)
+    assert status == 0 and len(out.splitlines()) == 1
+
+    resume = ["train", "--out", str(tmp_path), "--quiet", "--device", "cpu", "--resume"]   # preset from the file
+    status, out, err = run(resume + ["--steps", "9", "--bleu-sentences", "0"], capsys)
+    assert status == 0 and err == "", err
+    assert load_checkpoint(tmp_path / "checkpoint.pt")["state"]["step"] == 9
+    assert json.loads((tmp_path / "results.json").read_text())["preset"] == "tiny"
+    assert "bleu" not in json.loads((tmp_path / "results.json").read_text())
+
+
+def test_resume_without_checkpoint(tmp_path, capsys, fake_corpus):
+    assert_one_line_error(*run(["train", "--out", str(tmp_path), "--steps", "3", "--resume"], capsys), "no checkpoint")
+
+
+def test_resume_a_model_file_is_refused(checkpoint, tmp_path, capsys, fake_corpus):
+    (tmp_path / "checkpoint.pt").write_bytes(checkpoint.read_bytes())   # a model.pt has no optimizer or state
+    assert_one_line_error(*run(["train", "--out", str(tmp_path), "--steps", "3", "--resume"], capsys), "cannot resume")
+
+
+# --- as a real process ----------------------------------------------------------------------------
+
+def test_subprocess_translate_and_errors(checkpoint, tmp_path):
+    ok = subprocess.run(COMMAND + ["translate", str(checkpoint), "--device", "cpu"], input="God said.\nNaomi said.\n",
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and len(ok.stdout.splitlines()) == 2, ok.stderr
+    missing = subprocess.run(COMMAND + ["translate", str(tmp_path / "nope.pt"), "Hi."], capture_output=True, text=True,
+                             timeout=120)
+    assert_one_line_error(missing.returncode, missing.stdout, missing.stderr, "no checkpoint")
+    empty = subprocess.run(COMMAND + ["translate", str(checkpoint)], input="", capture_output=True, text=True, timeout=120)
+    assert_one_line_error(empty.returncode, empty.stdout, empty.stderr, "no input")
+
+
+def test_installed_console_script():
+    script = Path(sys.executable).with_name("transformer-lit")
+    assert script.exists(), "the transformer-lit command is missing: run `pip install -e .`"
+    done = subprocess.run([str(script), "translate", "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "SENTENCE" in done.stdout
