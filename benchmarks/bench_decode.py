@@ -18,6 +18,9 @@ On CUDA the script also decodes with the static cache (every step attends over a
 with one decoding step captured as a CUDA graph and replayed, and reports the per-token latency at
 batch 1 next to its floor: the bytes one step must read (decoder weights, output matrix, the
 cache) divided by the device's memory bandwidth, measured here with a large device-to-device copy.
+There, cuDNN's attention kernel is switched off unless --cudnn-attention is given: it builds a new
+plan whenever the key length changes (every step of both loops), which cost milliseconds of CPU
+per call on the H100 we measured and made the timings erratic. Run it there with --threads 1.
 """
 from __future__ import annotations
 
@@ -36,6 +39,10 @@ LENGTHS = (32, 64, 128, 256, 512)
 BATCHES = (1, 32)
 SRC_LEN, BOS = 32, 1
 GOAL = {"batch": 1, "new_tokens": 256, "min_speedup": 5.0}
+MODELS = {   # TransformerConfig arguments
+    "bench": dict(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, n_heads=4, n_layers=3, d_ff=1024),
+    "base": dict(src_vocab_size=37000, tgt_vocab_size=37000, share_embeddings=True),   # Table 3, D=512, 6+6
+}
 
 
 def timed(fn, device: torch.device) -> float:
@@ -125,6 +132,12 @@ def cuda_latency(model: Transformer, device: torch.device, dtype: torch.dtype) -
     return {"bandwidth_gb_per_s": bw / 1e9, "weights_bytes": weights, "per_length": out}
 
 
+def report_latency(payload: dict) -> None:
+    for n, r in payload["cuda_batch1_latency"]["per_length"].items():
+        print(f"  batch 1, n = {n:3d}: eager {r['eager_ms_per_token']:.3f} ms/token, "
+              f"CUDA graph {r['graph_ms_per_token']:.3f} ms/token, floor {r['floor_ms_per_token']:.4f} ms/token")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -133,16 +146,35 @@ def main() -> None:
     parser.add_argument("--uncached-budget", type=float, default=75.0, help="skip uncached runs estimated longer (s)")
     parser.add_argument("--repeat-budget", type=float, default=12.0,
                         help="repeat a measurement (up to 5 rounds) while the rounds fit in this many seconds")
+    parser.add_argument("--cudnn-attention", action="store_true", help="leave cuDNN's attention kernel enabled (CUDA)")
     parser.add_argument("--lengths", type=int, nargs="+", default=list(LENGTHS))
+    parser.add_argument("--model", choices=sorted(MODELS), default="bench",
+                        help="bench: the benchmark model; base: the paper's base model (vocab 37000), for the "
+                             "CUDA latency only (writes decode_base_cuda.json)")
     args = parser.parse_args()
     device, dtype = torch.device(args.device), getattr(torch, args.dtype)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda given, but torch.cuda.is_available() is False")
     torch.set_num_threads(args.threads)
+    if device.type == "cuda" and not args.cudnn_attention:
+        # cuDNN's attention builds a new plan for every new key length (each step of both loops):
+        # milliseconds of CPU per call, measured on an H100 host. The flash kernel has no such cost.
+        torch.backends.cuda.enable_cudnn_sdp(False)
 
-    config = TransformerConfig(8000, 8000, d_model=256, n_heads=4, n_layers=3, d_ff=1024, max_len=1024)
+    if args.model == "base" and device.type != "cuda":
+        raise SystemExit("--model base measures the CUDA graph latency only: give --device cuda")
+    config = TransformerConfig(**MODELS[args.model], max_len=1024)
     torch.manual_seed(0)
     model = Transformer(config).to(device=device, dtype=dtype).eval()
+    if args.model == "base":
+        payload = {"what": "per-token latency at batch 1 of the paper's base model (random weights): eager cached "
+                           "greedy_decode vs the static cache's step replayed as a CUDA graph, and the floor",
+                   "device_type": device.type, "dtype": args.dtype, "threads": torch.get_num_threads(),
+                   "cudnn_attention": args.cudnn_attention, "model": MODELS[args.model], "src_len": SRC_LEN,
+                   "cuda_batch1_latency": cuda_latency(model, device, dtype)}
+        report_latency(payload)
+        print(f"wrote {write_result('decode_base', device, payload)}")
+        return
     g = torch.Generator().manual_seed(0)
     check_src = torch.randint(3, 8000, (2, SRC_LEN), generator=g).to(device)
     if dtype == torch.float32:   # the two loops agree before anything is timed
@@ -180,7 +212,8 @@ def main() -> None:
         "what": "greedy decoding, transformer_lit.inference.greedy_decode (KV cache) vs "
                 "transformer_lit.model.greedy_decode_uncached, random weights, eos_id=None (fixed length)",
         "device_type": device.type, "dtype": args.dtype, "threads": torch.get_num_threads(),
-        "model": {"vocab": 8000, "d_model": 256, "n_heads": 4, "n_layers": 3, "d_ff": 1024}, "src_len": SRC_LEN,
+        "cudnn_attention": device.type == "cuda" and args.cudnn_attention,
+        "model": MODELS[args.model], "src_len": SRC_LEN,
         "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},
         "uncached_skipped_beyond": caps,
         "uncached_budget_seconds": args.uncached_budget,
@@ -189,9 +222,7 @@ def main() -> None:
     }
     if device.type == "cuda":
         payload["cuda_batch1_latency"] = cuda_latency(model, device, dtype)
-        for n, r in payload["cuda_batch1_latency"]["per_length"].items():
-            print(f"  batch 1, n = {n:3d}: eager {r['eager_ms_per_token']:.3f} ms/token, "
-                  f"CUDA graph {r['graph_ms_per_token']:.3f} ms/token, floor {r['floor_ms_per_token']:.4f} ms/token")
+        report_latency(payload)
     if met is not None:
         print(f"goal: cached >= {GOAL['min_speedup']}x at batch 1, 256 tokens: {'met' if met else 'MISSED'}")
     print(f"wrote {write_result('decode', device, payload)}")

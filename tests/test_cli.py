@@ -208,3 +208,30 @@ def test_installed_console_script():
     assert script.exists(), "the transformer-lit command is missing: run `pip install -e .`"
     done = subprocess.run([str(script), "translate", "--help"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "SENTENCE" in done.stdout
+
+
+# --- threads ----------------------------------------------------------------------------------------
+
+def test_threads_option(checkpoint, capsys):
+    before = torch.get_num_threads()
+    try:
+        status, out, _ = run(["translate", str(checkpoint), "--device", "cpu", "--threads", "2", ENGLISH[0]], capsys)
+        assert status == 0 and out.count("\n") == 1 and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert_one_line_error(*run(["translate", str(checkpoint), "--threads", "0", ENGLISH[0]], capsys), "--threads", "0")
+
+
+def test_threads_default_is_one_on_a_gpu(monkeypatch):
+    "No GPU needed: pretend torch sees one, and check what device_from_args does with the threads."
+    before = torch.get_num_threads()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    try:
+        torch.set_num_threads(2)
+        args = cli.parse_args(["translate", "m.pt", "--device", "cuda", "Hi."])
+        assert cli.device_from_args(args).type == "cuda" and torch.get_num_threads() == 1
+        torch.set_num_threads(2)
+        args = cli.parse_args(["translate", "m.pt", "--device", "cpu", "Hi."])
+        assert cli.device_from_args(args).type == "cpu" and torch.get_num_threads() == 2   # a CPU keeps torch's choice
+    finally:
+        torch.set_num_threads(before)

@@ -25,8 +25,9 @@ from .training import (PRESETS, TrainSettings, TrainState, average_state_dicts, 
                                       preset_settings, preset_vocab_size, restore_rng_states, run_record, save_checkpoint)
 
 # %% auto #0
-__all__ = ['TranslateFn', 'CliError', 'pick_device', 'add_train_command', 'run_train', 'add_decoding_options',
-           'translator_from_args', 'add_translate_command', 'run_translate', 'build_parser', 'parse_args', 'main']
+__all__ = ['TranslateFn', 'CliError', 'pick_device', 'add_device_options', 'device_from_args', 'add_train_command', 'run_train',
+           'add_decoding_options', 'translator_from_args', 'add_translate_command', 'run_translate', 'build_parser',
+           'parse_args', 'main']
 
 # %% ../nbs/11_cli.ipynb #ffe0e638
 class CliError(Exception):
@@ -40,6 +41,24 @@ def pick_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise CliError("--device cuda was asked for, but torch sees no CUDA GPU")
     return torch.device(name)
+
+
+def add_device_options(p: argparse.ArgumentParser) -> None:
+    "--device and --threads, which train and translate share."
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default: cuda if available")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="CPU threads for torch (default: 1 when the device is a GPU, torch's own choice on a CPU)")
+
+
+def device_from_args(args: argparse.Namespace) -> torch.device:
+    "The device that --device asks for; sets torch's CPU threads to --threads, or to 1 on a GPU."
+    if args.threads is not None and args.threads < 1:
+        raise CliError(f"--threads must be at least 1, got {args.threads}")
+    device = pick_device(args.device)
+    threads = args.threads or (1 if device.type == "cuda" else None)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return device
 
 # %% ../nbs/11_cli.ipynb #fa95d343
 def add_train_command(commands: argparse._SubParsersAction) -> None:
@@ -61,7 +80,7 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and the batch order (default: 0)")
     p.add_argument("--bleu-sentences", type=int, default=200, metavar="N",
                    help="score BLEU on N test sentences at the end, 0 to skip (default: %(default)s)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default: cuda if available")
+    add_device_options(p)
     p.add_argument("--compile", action="store_true", help="torch.compile the model (worth it on a GPU)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no validation lines")
     p.set_defaults(handler=run_train)
@@ -115,7 +134,7 @@ def _resume(args: argparse.Namespace) -> tuple:
 # %% ../nbs/11_cli.ipynb #40cc3bb0
 def run_train(args: argparse.Namespace) -> int:
     "The `train` command: train, average the snapshots, score BLEU, save; returns 0."
-    device = pick_device(args.device)
+    device = device_from_args(args)
     if args.resume:   # problems with the checkpoint or the budget surface before the data is read
         tokenizer, model, settings, state, optimizer_state = _resume(args)
         splits = split_by_book(load_pairs())
@@ -194,7 +213,7 @@ def add_translate_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("checkpoint", type=Path, help="the checkpoint, e.g. runs/cpu/model.pt")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE",
                    help="sentences to translate; without any, read one per line from standard input")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default: cuda if available")
+    add_device_options(p)
     add_decoding_options(p)
     p.set_defaults(handler=run_translate)
 
@@ -227,7 +246,7 @@ def run_translate(args: argparse.Namespace) -> int:
     "The `translate` command: print one translation per input sentence (blank lines stay blank); returns 0."
     sentences = _read_sentences(args)
     decode = translator_from_args(args)
-    model, tokenizer = _load_translator(args.checkpoint, pick_device(args.device))
+    model, tokenizer = _load_translator(args.checkpoint, device_from_args(args))
     todo = [s for s in sentences if s]
     done = iter(decode(model, tokenizer, todo))
     for s in sentences:

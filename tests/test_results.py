@@ -1,0 +1,74 @@
+"""The committed benchmark results that the book reads: complete, and consistent with the code.
+
+The chapters print and plot these files instead of re-measuring (the book is built on a CPU), so a
+file that lost a field, or a preset that drifted away from the settings that were measured, would
+silently make the book describe a run that never happened.
+"""
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer_lit.training import BOOK_GPU_STEPS, book_run, preset_config, preset_settings
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+
+
+def load(name: str) -> dict:
+    path = RESULTS / name
+    if not path.exists():
+        pytest.skip(f"{name} has not been measured")
+    return json.loads(path.read_text())
+
+
+def test_gpu_translation_run_is_the_base_preset():
+    run = load("translation_cuda.json")
+    assert run["device_type"] == "cuda" and run["device"] == run["run"]["device"].split(" (CUDA")[0]
+    settings, config = run["run"]["settings"], run["run"]["config"]
+    preset = preset_settings("base", max_steps=1)
+    for key in ("max_tokens", "warmup", "lr_factor", "label_smoothing", "eps", "clip_norm", "eval_every",
+                "average_every", "average_last"):
+        assert settings[key] == getattr(preset, key), key
+    assert tuple(settings["betas"]) == preset.betas
+    expected = preset_config("base", config["src_vocab_size"])
+    assert all(config[k] == getattr(expected, k) for k in config), "the base preset's model changed since the run"
+
+
+def test_gpu_translation_run_numbers_are_complete():
+    run = load("translation_cuda.json")
+    steps = [s for s, _ in run["valid_log"]]
+    assert steps == sorted(steps) and steps[-1] == run["run"]["steps"]
+    assert all(math.isfinite(v) for _, v in run["valid_log"])
+    best_step = min(run["valid_log"], key=lambda sv: sv[1])[0]
+    assert best_step == BOOK_GPU_STEPS   # book_run's GPU budget is where validation stopped improving
+    assert book_run(torch.device("cuda"))[1].max_steps == BOOK_GPU_STEPS
+    assert run["test_sentences"] == 547   # all the test pairs (Ruth, Daniel, 1 John)
+    names = {"copy the source"} | {f"{w}, {s}" for w in ("averaged", "last")
+                                   for s in ("greedy, no cache", "greedy, cached", "beam search (4), cached")}
+    assert set(run["bleu"]) == names and all(0 <= v <= 100 for v in run["bleu"].values())
+    assert set(run["decode_seconds"]) == names - {"copy the source"}
+    assert len(run["samples"]) >= 5 and all({"english", "french", "greedy", "beam"} <= s.keys() for s in run["samples"])
+
+
+def test_gpu_decode_benchmark_is_complete():
+    run = load("decode_cuda.json")
+    assert run["device_type"] == "cuda" and run["dtype"] == "bfloat16"
+    grid = {(r["batch"], r["new_tokens"]) for r in run["results"]}
+    assert grid == {(b, n) for b in (1, 32) for n in (32, 64, 128, 256, 512)}
+    assert all(r["speedup"] is not None and r["speedup"] > 0 for r in run["results"])
+    lat = run["cuda_batch1_latency"]
+    assert set(lat["per_length"]) == {"32", "64", "128", "256", "512"}
+    for r in lat["per_length"].values():
+        assert r["graph_tokens_equal_eager"]
+        assert 0 < r["floor_ms_per_token"] < r["graph_ms_per_token"] < r["eager_ms_per_token"]
+        # the floor is bytes over bandwidth: recompute it from its parts
+        assert math.isclose(r["floor_ms_per_token"], 1e3 * r["bytes_per_step"] / (lat["bandwidth_gb_per_s"] * 1e9),
+                            rel_tol=1e-6)
+
+
+def test_cpu_decode_benchmark_meets_its_goal():
+    run = load("decode_cpu.json")
+    goal = next(r for r in run["results"] if r["batch"] == 1 and r["new_tokens"] == 256)
+    assert goal["speedup"] >= 5.0 and run["goal"]["met"]
