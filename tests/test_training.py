@@ -163,6 +163,34 @@ def test_clipping_bounds_the_update():
     assert moved.norm() <= 1e-3 * (1 + 1e-4)
 
 
+def test_train_step_calls_a_forward_without_truth_value():
+    "torch.compile returns a module whose bool() raises (it has __len__ and refuses it): train_step must not test it."
+    class CompiledLike:
+        def __init__(self, model):
+            self.model, self.calls = model, 0
+        def __len__(self):
+            raise TypeError("CompiledLike does not support len()")
+        def __call__(self, src, tgt):
+            self.calls += 1
+            return self.model(src, tgt)
+    model, settings = tiny_model(), TrainSettings(max_steps=1)
+    forward = CompiledLike(model)
+    terms = train_step(model, collate(toy_examples(8)), make_optimizer(model, settings), 1e-3, settings, forward)
+    assert forward.calls == 1 and torch.isfinite(terms.loss)
+
+
+def test_fit_compiles_once_for_all_batch_shapes(monkeypatch):
+    "settings.compile asks torch.compile for dynamic shapes: length-bucketed batches would recompile per shape."
+    seen = {}
+    def fake_compile(model, **kwargs):
+        seen.update(kwargs)
+        return model
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    model, settings = tiny_model(), TrainSettings(max_steps=2, max_tokens=64, compile=True)
+    fit(model, make_optimizer(model, settings), toy_examples(8), toy_examples(8), settings, progress=False, log=None)
+    assert seen == {"dynamic": True}
+
+
 def test_evaluate_is_deterministic_and_restores_mode():
     model = tiny_model()
     batches = [collate(toy_examples(8))]

@@ -81,7 +81,8 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--bleu-sentences", type=int, default=200, metavar="N",
                    help="score BLEU on N test sentences at the end, 0 to skip (default: %(default)s)")
     add_device_options(p)
-    p.add_argument("--compile", action="store_true", help="torch.compile the model (worth it on a GPU)")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model's forward pass, for all batch shapes at once (the first steps are slow)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no validation lines")
     p.set_defaults(handler=run_train)
 
