@@ -33,6 +33,21 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def timed(fn: Callable[[], object], device: torch.device) -> tuple[object, float]:
+    "fn's result and its wall time in seconds, with the device's queue drained before and after."
+    sync(device)
+    start = time.perf_counter()
+    out = fn()
+    sync(device)
+    return out, time.perf_counter() - start
+
+
+def disable_cudnn_attention(device: torch.device) -> None:
+    "On CUDA, keep SDPA off cuDNN: it builds a new plan for every new sequence length, milliseconds of CPU per call."
+    if device.type == "cuda":   # measured on an H100 host; it made the decoding timings erratic
+        torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 def interleaved_medians(fns: dict[str, Callable[[], object]], device: torch.device,
                         repeats: int = 20, warmup: int = 3) -> dict[str, float]:
     "Median seconds per call of each fn, timed in alternation so that drifts hit all of them alike."
@@ -42,11 +57,7 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], device: torch.devi
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            sync(device)
-            t0 = time.perf_counter()
-            fn()
-            sync(device)
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(timed(fn, device)[1])
     return {k: statistics.median(v) for k, v in times.items()}
 
 

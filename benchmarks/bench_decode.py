@@ -27,11 +27,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 import torch
 
-from _common import device_name, sync, write_result
+from _common import device_name, disable_cudnn_attention, timed, write_result
 from transformer_lit.inference import decode_step, greedy_decode, new_cache
 from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
 
@@ -45,22 +44,14 @@ MODELS = {   # TransformerConfig arguments
 }
 
 
-def timed(fn, device: torch.device) -> float:
-    sync(device)
-    t0 = time.perf_counter()
-    fn()
-    sync(device)
-    return time.perf_counter() - t0
-
-
 def measure(fns: dict, device: torch.device, budget: float, max_rounds: int = 5,
             min_rounds: int = 1) -> tuple[dict[str, float], int]:
     "Median seconds per call and the number of rounds; the functions alternate, rounds repeat within budget."
-    times = {name: [timed(fn, device)] for name, fn in fns.items()}
+    times = {name: [timed(fn, device)[1]] for name, fn in fns.items()}
     per_round = sum(t[0] for t in times.values())
     for _ in range(max(min_rounds, min(max_rounds, int(budget / max(per_round, 1e-9)))) - 1):
         for name, fn in fns.items():
-            times[name].append(timed(fn, device))
+            times[name].append(timed(fn, device)[1])
     return {name: statistics.median(t) for name, t in times.items()}, len(next(iter(times.values())))
 
 
@@ -111,7 +102,7 @@ def bandwidth(device: torch.device, gib: float = 1.0) -> float:
     x = torch.empty(int(gib * 2**30), dtype=torch.uint8, device=device)
     y = torch.empty_like(x)
     y.copy_(x)
-    seconds = statistics.median(timed(lambda: y.copy_(x), device) for _ in range(10))
+    seconds = statistics.median(timed(lambda: y.copy_(x), device)[1] for _ in range(10))
     return 2 * x.nbytes / seconds
 
 
@@ -156,10 +147,8 @@ def main() -> None:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda given, but torch.cuda.is_available() is False")
     torch.set_num_threads(args.threads)
-    if device.type == "cuda" and not args.cudnn_attention:
-        # cuDNN's attention builds a new plan for every new key length (each step of both loops):
-        # milliseconds of CPU per call, measured on an H100 host. The flash kernel has no such cost.
-        torch.backends.cuda.enable_cudnn_sdp(False)
+    if not args.cudnn_attention:
+        disable_cudnn_attention(device)   # every step of both loops has a new key length
 
     if args.model == "base" and device.type != "cuda":
         raise SystemExit("--model base measures the CUDA graph latency only: give --device cuda")

@@ -16,24 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import time
 from pathlib import Path
 
 import torch
 
-from _common import sync, write_result
+from _common import disable_cudnn_attention, timed, write_result
 from transformer_lit.cli import main as transformer_lit
 from transformer_lit.data import BOOKS, SubwordTokenizer, load_pairs, split_by_book
 from transformer_lit.inference import translate
 from transformer_lit.training import bleu, greedy_translate, load_checkpoint, model_from_checkpoint
-
-
-def timed(fn, device: torch.device):
-    sync(device)
-    start = time.perf_counter()
-    out = fn()
-    sync(device)
-    return out, time.perf_counter() - start
 
 
 def main() -> None:
@@ -46,24 +37,20 @@ def main() -> None:
     parser.add_argument("--lr-factor", type=float)
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--beam", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads; on the GPU machine we measured 16 threads at 8.7x slower steps than 1")
+    parser.add_argument("--threads", type=int, help="passed to the command (its default: 1 on a GPU)")
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    torch.set_num_threads(args.threads)
-    if device.type == "cuda":
-        # cuDNN's attention rebuilds its plan for every new (B, S, T): about 7 ms of CPU per call with
-        # length-bucketed batches (measured on an H100 host); the flash kernel has no such cost.
-        torch.backends.cuda.enable_cudnn_sdp(False)
+    disable_cudnn_attention(device)   # length-bucketed batches: a new (B, S, T) nearly every step
 
     command = ["train", "--preset", args.preset, "--minutes", str(args.minutes), "--out", str(args.out),
                "--bleu-sentences", "0", "--quiet"]
-    for flag, value in (("--max-tokens", args.max_tokens), ("--warmup", args.warmup), ("--lr-factor", args.lr_factor)):
+    for flag, value in (("--max-tokens", args.max_tokens), ("--warmup", args.warmup), ("--lr-factor", args.lr_factor),
+                        ("--threads", args.threads)):
         if value is not None:
             command += [flag, str(value)]
     command += ["--compile"] if args.compile else []
     print("transformer-lit", " ".join(command), flush=True)
-    if transformer_lit(command) != 0:
+    if transformer_lit(command) != 0:   # it also sets torch's threads, for the decoding below too
         raise SystemExit("training failed")
 
     averaged_ckpt, last_ckpt = load_checkpoint(args.out / "model.pt"), load_checkpoint(args.out / "checkpoint.pt")
