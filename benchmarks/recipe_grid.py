@@ -1,0 +1,76 @@
+"""A small grid of training recipes, compared on the validation books (chapter 09, "A recipe for a
+small corpus"). Every run is `transformer-lit train` with the same wall-time budget; each is then
+scored on ALL validation verses (source WEB, every French version a reference), with its last
+weights and with the average of its last snapshots. The test books are never touched here.
+
+Usage: python benchmarks/recipe_grid.py [--minutes 6] [--threads 1] [--out DIR]
+Writes benchmarks/results/recipe_grid_cpu.json (or _cuda).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from transformer_lit.data import SubwordTokenizer, load_verses, reference_set, split_by_book
+from transformer_lit.inference import translate
+from transformer_lit.training import (corpus_scores, describe_device, load_checkpoint,
+                                      model_from_checkpoint)
+
+ROOT = Path(__file__).resolve().parents[1]
+GRID = {   # name -> options of `transformer-lit train` on top of the cpu preset
+    "cpu preset (dropout 0, smoothing 0.1, 4k vocabulary)": [],
+    "dropout 0.1": ["--dropout", "0.1"],
+    "no label smoothing": ["--label-smoothing", "0"],
+    "8k vocabulary": ["--vocab-size", "8000"],
+    "WEB-LSG pairs only": ["--english", "4", "--french", "l"],
+}
+
+
+def score(path: Path, weights: str, sources, references) -> dict:
+    ckpt = load_checkpoint(path)
+    model = model_from_checkpoint(ckpt, weights).eval()
+    hyps = translate(model, SubwordTokenizer(ckpt["tokenizer"]), sources)
+    return corpus_scores(hyps, references)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--minutes", type=float, default=6.0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", type=Path, default=Path.home() / ".cache" / "transformer_lit" / "grid")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    sources, references = reference_set(split_by_book(load_verses())["valid"])
+    rows = {}
+    for name, options in GRID.items():
+        out = args.out / name.split(" (")[0].replace(" ", "_").replace("-", "_")
+        command = ["transformer-lit", "train", "--preset", "cpu", "--minutes", str(args.minutes),
+                   "--out", str(out), "--threads", str(args.threads), "--force", "--quiet",
+                   "--bleu-sentences", "0", *options]
+        t = time.perf_counter()
+        cli = Path(sys.executable).with_name("transformer-lit")   # the venv's command
+        subprocess.run([str(cli), *command[1:]], check=True)
+        record = load_checkpoint(out / "model.pt")["record"]
+        rows[name] = {"command": " ".join(command), "steps": record["steps"],
+                      "valid_nll": record["valid_log"][-1][1], "wall_seconds": time.perf_counter() - t,
+                      "last": score(out / "checkpoint.pt", "model", sources, references),
+                      "averaged": score(out / "model.pt", "model", sources, references)}
+        r = rows[name]
+        print(f"{name}: {r['steps']} steps, valid NLL {r['valid_nll']:.3f}, BLEU last "
+              f"{r['last']['bleu']:.2f} averaged {r['averaged']['bleu']:.2f}", flush=True)
+    device = torch.device("cpu")
+    result = {"device": describe_device(device), "minutes_per_run": args.minutes,
+              "validation_verses": len(sources), "references": list(references), "runs": rows}
+    dest = ROOT / "benchmarks" / "results" / "recipe_grid_cpu.json"
+    dest.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {dest}")
+
+
+if __name__ == "__main__":
+    main()
