@@ -185,3 +185,10 @@ def test_a_non_finite_loss_stops_the_run_naming_the_step(monkeypatch):
     monkeypatch.setattr(model, "forward", lambda src, tgt: real(src, tgt) * float("nan"))
     with pytest.raises(FloatingPointError, match="at step 1"):
         fit(model, make_optimizer(model, settings), pairs, pairs, settings, progress=False, log=None)
+
+
+def test_evaluating_on_zero_tokens_raises():
+    model = Transformer(TransformerConfig.tiny(20, 20))
+    from transformer_lit.training import evaluate
+    with pytest.raises(ValueError, match="at least one target token"):
+        evaluate(model, [])

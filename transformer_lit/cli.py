@@ -17,6 +17,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 from tqdm import tqdm
 
 from .data import (ENGLISH_VERSIONS, FRENCH_VERSIONS, VERSIONS, CorpusError,
@@ -25,6 +26,7 @@ from .data import (ENGLISH_VERSIONS, FRENCH_VERSIONS, VERSIONS, CorpusError,
 from .inference import translate
 from .model import Transformer
 from .pretrained import load_pretrained
+from .runs import World, any_rank, data_parallel, start, stop
 from .training import (PRESETS, TrainSettings, TrainState, average_state_dicts,
                                       corpus_scores, describe_device, finish_run, fit, load_checkpoint,
                                       make_optimizer, model_from_checkpoint, preset_config,
@@ -158,9 +160,12 @@ def _load(path: Path) -> dict:
         raise CliError(str(e)) from e
 
 
-def _resume(args: argparse.Namespace) -> tuple:
+def _resume(args: argparse.Namespace, world: World) -> tuple:
     "A resumed run: everything from --out/checkpoint.pt, with the new budget."
     ckpt = _load(args.out / "checkpoint.pt")
+    if ckpt.get("world_size", 1) != world.size:
+        raise CliError(f"the run was trained by {ckpt.get('world_size', 1)} process(es); resume it with "
+                       f"as many (torchrun --nproc_per_node), not {world.size}")
     if not {"tokenizer", "settings", "state", "preset", "corpus"} <= ckpt.keys() or ckpt["optimizer"] is None:
         raise CliError(f"{args.out / 'checkpoint.pt'} was not written by this version of "
                        "`transformer-lit train`; cannot resume it")
@@ -201,50 +206,85 @@ def _check_out(args: argparse.Namespace) -> None:
         stale.unlink(missing_ok=True)
 
 
-def _save_run(args, model, optimizer, tokenizer, settings, state) -> Path:
-    "checkpoint.pt: everything a bit-exact resume needs, the averaging snapshots included."
+def _save_run(args, model, optimizer, tokenizer, settings, state, world: World) -> Path | None:
+    "checkpoint.pt (rank 0 only): everything a bit-exact resume needs, the averaging snapshots included."
+    if not world.is_main:
+        return None
     return save_checkpoint(args.out / "checkpoint.pt", model, optimizer, tokenizer=tokenizer.to_bytes(),
                            preset=args.preset, settings=asdict(settings), state=state.to_dict(),
                            snapshots=[[step, weights] for step, weights in state.snapshots],
-                           corpus={"english": list(args.english), "french": list(args.french)})
+                           corpus={"english": list(args.english), "french": list(args.french)},
+                           world_size=world.size)
+
+# %% ../nbs/11_cli.ipynb #a488ece2
+def _prepare(args: argparse.Namespace, world: World) -> tuple:
+    "Settings, splits, tokenizer, model, state and optimizer state of a fresh or resumed run."
+    if world.size > 1 and args.minutes is not None:
+        raise CliError("--minutes cannot be used with torchrun (the ranks could stop at different "
+                       "steps); give --steps")
+    if args.resume:   # problems with the checkpoint or the budget surface before the data is read
+        if world.is_main:
+            _check_out(args)
+        tokenizer, model, settings, state, optimizer_state = _resume(args, world)
+    else:
+        settings = _settings_from_args(args)   # bad settings are refused before --out is touched
+        if world.is_main:
+            _check_out(args)
+    if world.size > 1 and not world.is_main:
+        dist.barrier()   # wait for rank 0 to extract and cache the corpus (one writer)
+    splits = split_by_book(load_verses())
+    if world.size > 1 and world.is_main:
+        dist.barrier()
+    if not args.resume:
+        tokenizer, model, state, optimizer_state = _start(args, splits)
+    return settings, splits, tokenizer, model, state, optimizer_state
+
+# %% ../nbs/11_cli.ipynb #077bd1af
+def _train(args, world, model, optimizer, train, valid, settings, state, save) -> tuple:
+    "fit with checkpoints (rank 0 writes), signals turned into a stop at the next step; returns (state, signals)."
+    signals = []   # SIGINT (Ctrl-C) or SIGTERM (timeout, Docker, Slurm): stop after this step
+    handlers = {s: signal.signal(s, lambda n, _: signals.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        quiet = args.quiet or not world.is_main
+        state = fit(model, optimizer, train, valid, settings, state, progress=not quiet,
+                    log=None if quiet else tqdm.write, on_checkpoint=save,
+                    stop=lambda: any_rank(bool(signals), world), finish=False,   # stays resumable
+                    shard=(world.rank, world.size), parallel=lambda m: data_parallel(m, world))
+        save(state)   # a signal during the save only adds to `signals`
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+    if any_rank(bool(signals), world) and not signals:
+        signals.append(signal.SIGTERM)   # another rank was stopped
+    return state, signals
 
 # %% ../nbs/11_cli.ipynb #40cc3bb0
 def run_train(args: argparse.Namespace) -> int:
     "The `train` command: train (saving as it goes), average the snapshots, score, save; returns 0."
     device = device_from_args(args)
-    if args.resume:   # problems with the checkpoint or the budget surface before the data is read
-        _check_out(args)
-        tokenizer, model, settings, state, optimizer_state = _resume(args)
-        splits = split_by_book(load_verses())
-    else:
-        settings = _settings_from_args(args)   # bad settings are refused before --out is touched
-        _check_out(args)
-        splits = split_by_book(load_verses())
-        tokenizer, model, state, optimizer_state = _start(args, splits)
-    length = model.config.max_len
-    train, _ = encode_pairs(version_pairs(splits["train"], args.english, args.french), tokenizer, length)
-    valid, _ = encode_pairs(version_pairs(splits["valid"], args.english[:1], args.french), tokenizer, length)
-    model.to(device)
-    optimizer = make_optimizer(model, settings)
-    if optimizer_state is not None:
-        optimizer.load_state_dict(optimizer_state)
-    save = lambda s: _save_run(args, model, optimizer, tokenizer, settings, s)  # noqa: E731
-    signals = []   # SIGINT (Ctrl-C) or SIGTERM (timeout, Docker, Slurm): stop after this step
-    handlers = {s: signal.signal(s, lambda n, _: signals.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
+    world = start(device.type)   # one process, or one of torchrun's (chapter 09b)
+    if world.size > 1 and device.type == "cuda":
+        device = torch.device("cuda", world.local_rank)
     try:
-        state = fit(model, optimizer, train, valid, settings, state, progress=not args.quiet,
-                    log=None if args.quiet else tqdm.write, on_checkpoint=save,
-                    stop=lambda: bool(signals), finish=False)   # the state stays resumable
-        path = save(state)   # a signal during the save only adds to `signals`
+        settings, splits, tokenizer, model, state, optimizer_state = _prepare(args, world)
+        length = model.config.max_len
+        train, _ = encode_pairs(version_pairs(splits["train"], args.english, args.french), tokenizer, length)
+        valid, _ = encode_pairs(version_pairs(splits["valid"], args.english[:1], args.french), tokenizer, length)
+        model.to(device)
+        optimizer = make_optimizer(model, settings)
+        if optimizer_state is not None:
+            optimizer.load_state_dict(optimizer_state)
+        save = lambda s: _save_run(args, model, optimizer, tokenizer, settings, s, world)  # noqa: E731
+        state, signals = _train(args, world, model, optimizer, train, valid, settings, state, save)
     finally:
-        for s, handler in handlers.items():
-            signal.signal(s, handler)
+        stop(world)
     if signals:
         raise CliError(f"stopped by {signal.Signals(signals[0]).name} at step {state.step}; saved "
-                       f"{path}; continue with --resume")
-    valid_batches = [b.to(device) for b in make_batches(valid, settings.max_tokens, seed=0)]
-    _finish(args, model, tokenizer, settings, finish_run(model, state, settings, valid_batches),
-            splits["valid"], device)
+                       f"{args.out / 'checkpoint.pt'}; continue with --resume")
+    if world.is_main:
+        valid_batches = [b.to(device) for b in make_batches(valid, settings.max_tokens, seed=0)]
+        _finish(args, model, tokenizer, settings, finish_run(model, state, settings, valid_batches),
+                splits["valid"], device)
     return 0
 
 # %% ../nbs/11_cli.ipynb #68000c62
@@ -391,3 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"transformer-lit {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+if __name__ == "__main__" and "ipykernel" not in sys.modules:   # python -m transformer_lit.cli, as torchrun runs it
+    sys.exit(main())

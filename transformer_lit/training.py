@@ -226,7 +226,9 @@ def evaluate(model: Transformer, batches: Sequence[Batch], amp: bool = True) -> 
         total += float(label_smoothing_loss(logits, batch.tgt_out, 0.0, model.config.pad_id).nll) * n
         count += n
     model.train(was_training)
-    return total / max(count, 1)
+    if count == 0:   # an NLL of 0 would look like a perfect model
+        raise ValueError("evaluate needs at least one target token; the batches are empty")
+    return total / count
 
 # %% ../nbs/09_training.ipynb #426314ed
 CHECKPOINT_FORMAT = "transformer-lit checkpoint v1"
@@ -357,10 +359,13 @@ class TrainState:
         return cls(**{**d, **logs})
 
 # %% ../nbs/09_training.ipynb #f4b1b840
-def batch_stream(examples: Sequence[EncodedPair], max_tokens: int, seed: int, state: TrainState) -> Iterator[Batch]:
-    "Batches of epoch after epoch from state.epoch, state.batch_in_epoch on; updates both as it yields."
+def batch_stream(examples: Sequence[EncodedPair], max_tokens: int, seed: int, state: TrainState,
+                 shard: tuple[int, int] = (0, 1)) -> Iterator[Batch]:
+    "Batches of epoch after epoch from state.epoch, state.batch_in_epoch on; updates both as it yields. shard=(rank, world): every world-th batch from rank on."
+    rank, world = shard
     while True:
         epoch = list(make_batches(examples, max_tokens, seed + state.epoch))
+        epoch = epoch[rank:len(epoch) - len(epoch) % world:world]   # the same number on every rank
         for i in range(state.batch_in_epoch, len(epoch)):
             state.batch_in_epoch = i + 1
             yield epoch[i]
@@ -393,16 +398,18 @@ def fit(model: Transformer, optimizer: torch.optim.Optimizer, train: Sequence[En
         valid: Sequence[EncodedPair], settings: TrainSettings, state: TrainState | None = None,
         progress: bool = True, log: Callable[[str], None] | None = tqdm.write,
         on_checkpoint: Callable[[TrainState], None] | None = None,
-        stop: Callable[[], bool] | None = None, finish: bool = True) -> TrainState:
-    "Train until the budget is spent or stop() is true; return the state (finish_run's copy if finish)."
+        stop: Callable[[], bool] | None = None, finish: bool = True, shard: tuple[int, int] = (0, 1),
+        parallel: Callable[[nn.Module], nn.Module] | None = None) -> TrainState:
+    "Train until the budget is spent or stop() is true; return the state (finish_run's copy if finish). shard and parallel: for data parallelism (chapter 09b)."
     if not train or not valid:
         raise ValueError(f"fit needs training and validation pairs, got {len(train)} and {len(valid)}")
     state, device = state or TrainState(), next(model.parameters()).device
     # dynamic=True: one compiled graph for every batch shape; length-bucketed batches would otherwise
     # recompile for each new (B, S, T) (on an H100 that left 9 steps in 2.6 minutes)
-    forward = torch.compile(model, dynamic=True) if settings.compile else model
+    forward = parallel(model) if parallel else model   # e.g. DistributedDataParallel
+    forward = torch.compile(forward, dynamic=True) if settings.compile else forward
     valid_batches = [b.to(device) for b in make_batches(valid, settings.max_tokens, seed=0)]
-    batches = batch_stream(train, settings.max_tokens, settings.seed, state)
+    batches = batch_stream(train, settings.max_tokens, settings.seed, state, shard)
     scaler = make_scaler(device, settings)
     if state.scaler:
         scaler.load_state_dict(state.scaler)

@@ -1,0 +1,109 @@
+"""Data-parallel training (chapter 09b) on this CPU: torchrun, two processes, gloo."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer_lit import data
+from transformer_lit.data import Batch, write_verses_tsv
+from transformer_lit.model import Transformer, TransformerConfig
+from transformer_lit.runs import World, shard, world_from_env
+from transformer_lit.training import label_smoothing_loss, load_checkpoint
+
+from test_runs import TINY, VERSES   # the synthetic corpus and the tiny options
+
+TORCHRUN = [str(Path(sys.executable).with_name("torchrun")), "--standalone", "--nproc_per_node=2"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+STEP = '''
+import sys, torch
+from transformer_lit.runs import start, stop, shard, data_parallel
+from transformer_lit.model import Transformer, TransformerConfig
+from transformer_lit.training import label_smoothing_loss
+sys.path.insert(0, sys.argv[2])
+from test_distributed import plan
+torch.set_num_threads(1)
+world = start("cpu")
+torch.manual_seed(0 + world.rank)   # different seeds: DDP must still start every copy from rank 0's
+model = Transformer(TransformerConfig.tiny(50, 50, dropout=0.0))
+mine = shard(plan(), world)[0]
+ddp = data_parallel(model, world)   # kept alive: its hooks average the gradients in backward
+loss = label_smoothing_loss(ddp(mine.src, mine.tgt_in), mine.tgt_out).loss
+loss.backward()
+torch.save({n: p.grad for n, p in model.named_parameters()}, f"{sys.argv[1]}/grad{world.rank}.pt")
+stop(world)
+'''
+
+
+def plan() -> list[Batch]:
+    g = torch.Generator().manual_seed(1)
+    out = []
+    for _ in range(5):
+        tgt = torch.randint(4, 50, (3, 5), generator=g)
+        out.append(Batch(torch.randint(4, 50, (3, 6), generator=g), tgt, tgt.roll(-1, 1), torch.arange(3)))
+    return out
+
+
+def test_world_from_env():
+    assert world_from_env({}) == World(0, 1, 0)
+    assert world_from_env({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}) == World(1, 2, 1)
+    with pytest.raises(ValueError, match="inconsistent"):
+        world_from_env({"RANK": "2", "WORLD_SIZE": "2"})
+
+
+def test_shards_are_disjoint_and_equal_in_size():
+    items = list(range(11))
+    parts = [shard(items, World(r, 3)) for r in range(3)]
+    assert [len(p) for p in parts] == [3, 3, 3]
+    assert sorted(sum(parts, [])) == items[:9] and shard(items, World()) == items
+
+
+def test_first_step_gradient_is_the_average_of_the_shards(tmp_path):
+    (tmp_path / "step.py").write_text(STEP)
+    done = subprocess.run(TORCHRUN + [str(tmp_path / "step.py"), str(tmp_path), str(Path(__file__).parent)],
+                          capture_output=True, text=True, timeout=300, env=ENV)
+    assert done.returncode == 0, done.stderr[-3000:]
+    torch.manual_seed(0)   # rank 0's seed: DDP broadcast its weights
+    single = Transformer(TransformerConfig.tiny(50, 50, dropout=0.0))
+    grads = []
+    for rank in range(2):
+        single.zero_grad()
+        b = shard(plan(), World(rank, 2))[0]
+        label_smoothing_loss(single(b.src, b.tgt_in), b.tgt_out).loss.backward()
+        grads.append({n: p.grad.clone() for n, p in single.named_parameters()})
+    for rank in range(2):
+        got = torch.load(tmp_path / f"grad{rank}.pt", weights_only=True)
+        for n in got:
+            torch.testing.assert_close(got[n], (grads[0][n] + grads[1][n]) / 2, rtol=1e-5, atol=1e-7)
+
+
+def test_torchrun_trains_the_cli_on_two_processes(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    write_verses_tsv(VERSES, tuple(data.VERSIONS), cache / data.VERSES_TSV)
+    env = {**ENV, data.CACHE_ENV: str(cache)}
+    out = tmp_path / "run"
+    command = TORCHRUN + ["-m", "transformer_lit.cli", "train", *TINY, "--out", str(out)]
+    done = subprocess.run(command + ["--steps", "4"], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "model.pt", "results.json"]
+    ckpt = load_checkpoint(out / "checkpoint.pt")
+    assert ckpt["world_size"] == 2 and ckpt["state"]["step"] == 4
+    assert done.stdout.count("4 steps in") == 1   # rank 0 alone reports
+    resume = ["train", "--steps", "6", "--out", str(out), "--resume", "--quiet", "--threads", "1",
+              "--bleu-sentences", "0"]
+    alone = subprocess.run([sys.executable, "-m", "transformer_lit.cli", *resume], capture_output=True,
+                           text=True, timeout=300, env=env)
+    assert alone.returncode == 2 and "as many" in alone.stderr and "Traceback" not in alone.stderr
+    again = subprocess.run(TORCHRUN + ["-m", "transformer_lit.cli", *resume], capture_output=True, text=True,
+                           timeout=300, env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert load_checkpoint(out / "checkpoint.pt")["state"]["step"] == 6
+    minutes = subprocess.run(command + ["--minutes", "1", "--force"], capture_output=True, text=True,
+                             timeout=300, env=env)
+    assert minutes.returncode != 0 and "--minutes cannot be used with torchrun" in minutes.stderr
