@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import pytest
 import torch
 
 from transformer_lit.data import train_tokenizer
-from transformer_lit.inference import (KVCache, beam_search, decode_step, gnmt_length_penalty, greedy_decode, new_cache,
-                                       translate)
+from transformer_lit.inference import (InputTruncatedWarning, KVCache, beam_search, decode_step, gnmt_length_penalty,
+                                       greedy_decode, new_cache, translate)
 from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
 from transformer_lit.training import greedy_translate
 
@@ -259,3 +260,100 @@ def test_bad_inputs():
         decode_step(model, torch.ones(4, 2, dtype=torch.long), cache)
     with pytest.raises(ValueError, match=r"tokens must be \(B, 1\) with B = 4"):
         decode_step(model, torch.ones(3, 1, dtype=torch.long), cache)
+
+
+# Issue 13: the inference API's edge cases. Each test below failed on the code before the fix.
+
+@pytest.fixture(scope="module")
+def translator():
+    "A tokenizer of the test sentences and a seeded random tiny model on its vocabulary."
+    tokenizer = train_tokenizer(ENGLISH + FRENCH, vocab_size=90)
+    torch.manual_seed(1)   # a model whose beams show the old batch dependence (seed 0's happen not to)
+    V = tokenizer.vocab_size
+    return Transformer(TransformerConfig.tiny(V, V, share_embeddings=True)).eval(), tokenizer
+
+
+def test_translate_refuses_a_single_string(translator):
+    "A str is a Sequence[str] (of characters): it used to come back as one translation per character."
+    model, tokenizer = translator
+    with pytest.raises(ValueError, match=r"sentences must be a list of str.*\[sentence\]"):
+        translate(model, tokenizer, "Light.")
+    assert len(translate(model, tokenizer, ("Light.", "Amen."))) == 2   # any other sequence is fine
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_empty_batch(translator, use_cache):
+    "B = 0: beam search returned an IndexError; now every decoder returns an empty result."
+    model, src = tiny_model(10), padded_src(10)
+    assert beam_search(model, src[:0], 3, 5, BOS, EOS, use_cache=use_cache) == []
+    assert beam_search(model, src[:0], 3, torch.zeros(0, dtype=torch.long), BOS, EOS, use_cache=use_cache) == []
+    assert greedy_decode(model, src[:0], 5, BOS, EOS, use_cache).shape[0] == 0
+    assert translate(*translator, [], beam_size=3, use_cache=use_cache) == []
+
+
+@pytest.mark.parametrize("alpha", [float("nan"), float("inf"), float("-inf"), -0.5])
+def test_length_penalty_must_be_finite_and_non_negative(translator, alpha):
+    model, src = tiny_model(9), padded_src(9)
+    with pytest.raises(ValueError, match="length_penalty"):
+        beam_search(model, src, 2, 3, length_penalty=alpha)
+    for beam_size in (1, 2):   # translate checks it before any work, even for greedy or no sentences
+        for sentences in (["Light."], []):
+            with pytest.raises(ValueError, match="length_penalty"):
+                translate(*translator, sentences, beam_size=beam_size, length_penalty=alpha)
+
+
+def test_beam_search_budget_per_sentence():
+    "max_new_tokens as a (B,) tensor: each sentence gets what it gets alone with its own budget."
+    model, src = tiny_model(9, tgt_vocab_size=12), padded_src(9)
+    budget = torch.tensor([12, 5, 3, 0])
+    for use_cache in (True, False):
+        together = beam_search(model, src, 4, budget, BOS, EOS, use_cache=use_cache)
+        for i, hyp in enumerate(together):
+            own = src[i:i + 1, : int((src[i] != 0).sum())]
+            alone = beam_search(model, own, 4, int(budget[i]), BOS, EOS, use_cache=use_cache)[0]
+            assert torch.equal(hyp, alone) and len(hyp) <= 1 + budget[i], (use_cache, i)
+    cut = [y[: 1 + int(n)] for y, n in zip(beam_search(model, src, 4, 12, BOS, EOS), budget)]
+    assert any(not torch.equal(a, b) for a, b in zip(cut, together))   # running to 12 and cutting differs
+    for bad in (torch.tensor([3, 4]), torch.tensor([3.0, 4.0, 5.0, 6.0]), torch.tensor([3, -1, 2, 2]),
+                torch.tensor([3, 1000, 2, 2])):
+        with pytest.raises(ValueError, match="max_new_tokens"):
+            beam_search(model, src, 2, bad)
+    with pytest.raises(ValueError, match="max_new_tokens"):   # greedy keeps an int: its prefixes never change
+        greedy_decode(model, src, torch.tensor([3, 4, 5, 6]), BOS)
+
+
+LONG_AND_SHORT = ["Light.", ENGLISH[0] + " " + ENGLISH[2], "Amen.", ENGLISH[1], ENGLISH[3] + " " + ENGLISH[0]]
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_translate_batch_equals_one_by_one(translator, beam_size):
+    "Sentences of very different lengths in one batch: each translates as it does alone, cached or not."
+    model, tokenizer = translator
+    lengths = [len(ids) for ids in tokenizer.encode(LONG_AND_SHORT)]
+    assert max(lengths) > 3 * min(lengths) and max(lengths) < model.config.max_len - 1
+    together = translate(model, tokenizer, LONG_AND_SHORT, beam_size=beam_size)
+    assert together == [translate(model, tokenizer, [s], beam_size=beam_size)[0] for s in LONG_AND_SHORT]
+    assert together == translate(model, tokenizer, LONG_AND_SHORT, beam_size=beam_size, use_cache=False)
+    assert together == translate(model, tokenizer, LONG_AND_SHORT, beam_size=beam_size, batch_size=2)
+
+
+def test_translate_warns_for_each_cut_sentence(translator):
+    "A line longer than max_len - 1 tokens is still cut (the model cannot read more), but never silently."
+    _, tokenizer = translator
+    torch.manual_seed(0)
+    V = tokenizer.vocab_size
+    model = Transformer(TransformerConfig.tiny(V, V, share_embeddings=True, max_len=16)).eval()
+    long = " ".join(ENGLISH)
+    n = len(tokenizer.encode(long))
+    assert n > 15
+    with pytest.warns(InputTruncatedWarning) as record:
+        out = translate(model, tokenizer, ["Light.", long, "Amen.", long], beam_size=2)
+    cut = [w.message for w in record if w.category is InputTruncatedWarning]
+    assert [str(w) for w in cut] == [f"sentence {i} has {n} tokens, more than the model reads (15): only its first "
+                                     "15 are translated" for i in (1, 3)]
+    assert [(w.index, w.tokens, w.limit) for w in cut] == [(1, n, 15), (3, n, 15)]   # for the CLI to map to lines
+    assert all(w.filename == __file__ for w in record)   # the warning points at the caller of translate
+    assert len(out) == 4 and all(isinstance(t, str) for t in out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputTruncatedWarning)
+        translate(model, tokenizer, ["Light.", "Amen."])   # short lines: no warning

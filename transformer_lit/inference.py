@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import torch
@@ -19,7 +20,8 @@ from .model import Transformer, greedy_decode_uncached
 from .training import translate_batched
 
 # %% auto #0
-__all__ = ['KVCache', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'translate']
+__all__ = ['KVCache', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'InputTruncatedWarning',
+           'translate']
 
 # %% ../nbs/10_inference.ipynb #5b5cd812
 class KVCache:
@@ -121,9 +123,19 @@ def decode_step(model: Transformer, tokens: Tensor, cache: KVCache) -> Tensor:
     return F.linear(model.decoder.norm(y)[:, 0], model.tgt_embed.weight)        # (B, D) @ (D, V) -> (B, V)
 
 # %% ../nbs/10_inference.ipynb #c122b3a2
-def _check_decode_args(model: Transformer, max_new_tokens: int, bos_id: int, eos_id: int | None) -> None:
-    "Raise ValueError naming the argument unless the counts and token ids are in range."
+def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id: int,
+                       eos_id: int | None, rows: int | None = None) -> None:
+    "ValueError naming the argument unless in range; with rows, counts may be (rows,)."
     V = model.config.tgt_vocab_size
+    if rows is not None and isinstance(max_new_tokens, Tensor):   # one budget per row
+        n = max_new_tokens
+        whole = not (n.is_floating_point() or n.is_complex() or n.dtype == torch.bool)
+        if n.shape != (rows,) or not whole:
+            raise ValueError(f"max_new_tokens as a tensor must be ({rows},) ints, one "
+                             f"per row, got {tuple(n.shape)} {n.dtype}")
+        if rows and int(n.min()) < 0:
+            raise ValueError(f"max_new_tokens must be >= 0, got {n.tolist()}")
+        max_new_tokens = int(n.max()) if rows else 0   # the largest, checked below
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
     if max_new_tokens > model.config.max_len:
@@ -167,8 +179,8 @@ def _select_beams(logp: Tensor, score: Tensor, length: Tensor, done: Tensor, pad
                   alpha: float) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     "logp (B, k, V) of each beam's next token -> the k best candidates: origin, token, score, length, done (B, k)."
     B, k, V = logp.shape
-    frozen = torch.full_like(logp[0, 0], float("-inf"))              # (V,) a finished beam's continuations:
-    frozen[pad_id] = 0.0                                             # padding only, at no cost
+    frozen = logp.new_full((V,), float("-inf"))   # (V,) a finished beam's next token:
+    frozen[pad_id] = 0.0                           # padding only, at no cost
     logp = torch.where(done[..., None], frozen, logp)
     total = score[..., None] + logp                                  # (B, k, V) summed log-probabilities
     new_length = length + (~done).long()                             # (B, k) tokens written after this step
@@ -187,32 +199,42 @@ def _best_hypotheses(tokens: Tensor, score: Tensor, length: Tensor, alpha: float
     rows = torch.arange(B, device=score.device) * k + best
     return [tokens[r, : 1 + n] for r, n in zip(rows.tolist(), length[torch.arange(B), best].tolist())]
 
+# %% ../nbs/10_inference.ipynb #5e0c7a31
+def _check_beam_args(model: Transformer, beam_size: int, length_penalty: float) -> None:
+    "ValueError naming the argument unless 1 <= beam_size <= V and 0 <= alpha < inf."
+    V, k, alpha = model.config.tgt_vocab_size, beam_size, length_penalty
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= V:
+        raise ValueError(f"beam_size must be an int in [1, V = {V}], got {k!r}")
+    number = isinstance(alpha, (int, float)) and not isinstance(alpha, bool)
+    if not (number and 0 <= alpha < math.inf):   # NaN fails every comparison
+        raise ValueError(f"length_penalty must be a finite number >= 0, got {alpha!r}")
+
 # %% ../nbs/10_inference.ipynb #42a8f7f9
 @torch.no_grad()
-def beam_search(model: Transformer, src: Tensor, beam_size: int = 4, max_new_tokens: int = 100,
-                bos_id: int = 1, eos_id: int = 2, length_penalty: float = 0.6,
-                use_cache: bool = True) -> list[Tensor]:
+def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
+                max_new_tokens: int | Tensor = 100, bos_id: int = 1, eos_id: int = 2,
+                length_penalty: float = 0.6, use_cache: bool = True) -> list[Tensor]:
     "src (B, S) -> per sentence the best hypothesis (1 + n,), bos_id first, by log P / ((5 + n) / 6) ** alpha."
-    V = model.config.tgt_vocab_size
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= V:
-        raise ValueError(f"beam_size must be an int in [1, V = {V}], got {beam_size!r}")
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or length_penalty < 0:
-        raise ValueError(f"length_penalty (alpha) must be a number >= 0, got {length_penalty!r}")
-    _check_decode_args(model, max_new_tokens, bos_id, eos_id)
+    _check_beam_args(model, beam_size, length_penalty)
     memory = model.encode(src)                                                 # (B, S, D); checks src
     (B, _), k, dev = src.shape, beam_size, src.device
+    V, pad = model.config.tgt_vocab_size, model.config.pad_id
+    _check_decode_args(model, max_new_tokens, bos_id, eos_id, rows=B)
+    budget = torch.as_tensor(max_new_tokens, device=dev).expand(B)   # (B,) budgets
+    n = int(budget.max()) if B else 0                                # the largest
     beam_rows = torch.arange(B, device=dev).repeat_interleave(k)              # B -> B*k rows
     if use_cache:
-        cache = new_cache(model, memory, src, max(max_new_tokens, 1))
+        cache = new_cache(model, memory, src, max(n, 1))
         cache.reorder(beam_rows)                                               # cross K/V expand too
     else:                                                                      # for comparison: the plain loop
         memory, src = memory.index_select(0, beam_rows), src.index_select(0, beam_rows)
-    tokens = torch.full((B * k, 1 + max_new_tokens), model.config.pad_id, dtype=torch.long, device=dev)
+    tokens = torch.full((B * k, 1 + n), pad, dtype=torch.long, device=dev)
     tokens[:, 0] = bos_id
     score = torch.full((B, k), float("-inf"), device=dev)
     score[:, 0] = 0.0                                                         # one live beam per sentence
     length, done = torch.zeros(B, k, dtype=torch.long, device=dev), torch.zeros(B, k, dtype=torch.bool, device=dev)
-    for t in range(max_new_tokens):
+    for t in range(n):
+        done = done | (budget <= t)[:, None]   # budget spent: all its beams frozen
         if use_cache:
             logits = decode_step(model, tokens[:, t:t + 1], cache)                # (B*k, V)
         else:
@@ -229,12 +251,48 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 4, max_new_tok
             break
     return _best_hypotheses(tokens, score, length, length_penalty)
 
+# %% ../nbs/10_inference.ipynb #e8b1d6c2
+class InputTruncatedWarning(UserWarning):
+    "Sentence `index` has `tokens` tokens, more than the model reads (`limit`)."
+    def __init__(self, index: int, tokens: int, limit: int) -> None:
+        super().__init__(index, tokens, limit)   # args, so that it pickles
+        self.index, self.tokens, self.limit = index, tokens, limit
+
+    def __str__(self) -> str:
+        return (f"sentence {self.index} has {self.tokens} tokens, more than the model "
+                f"reads ({self.limit}): only its first {self.limit} are translated")
+
+# %% ../nbs/10_inference.ipynb #1f6a0c93
+def _warn_truncated(model: Transformer, tokenizer: SubwordTokenizer,
+                    sentences: list[str]) -> None:
+    "Warn (InputTruncatedWarning) for each sentence longer than the model reads."
+    limit = model.config.max_len - 1   # one position is kept for eos
+    for i, ids in enumerate(tokenizer.encode(sentences)):
+        if len(ids) > limit:
+            warnings.warn(InputTruncatedWarning(i, len(ids), limit),
+                          stacklevel=3)   # the line that called translate
+
+# %% ../nbs/10_inference.ipynb #7c5d2e48
+def _row_limits(src: Tensor, n: int, pad_id: int) -> Tensor:
+    "src (B, S) -> budgets (B,): m + m // 2 + 10 for m source tokens, at most n."
+    m = (src != pad_id).sum(1)              # (B,) tokens of each source, eos included
+    return (m + m // 2 + 10).clamp(max=n)   # translate_batched's limit for it alone
+
 # %% ../nbs/10_inference.ipynb #078d0a15
 def translate(model: Transformer, tokenizer: SubwordTokenizer, sentences: Sequence[str], beam_size: int = 1,
               use_cache: bool = True, batch_size: int = 64, length_penalty: float = 0.6) -> list[str]:
     "English sentences -> French texts, in input order: greedy (beam_size=1) or beam search."
-    if beam_size == 1:
+    if isinstance(sentences, str):   # a str is a Sequence[str] too, of characters
+        raise ValueError("sentences must be a list of str, not a str: to translate "
+                         "one sentence, pass [sentence]")
+    sentences = list(sentences)
+    _check_beam_args(model, beam_size, length_penalty)   # before any work, even for []
+    _warn_truncated(model, tokenizer, sentences)
+    pad = model.config.pad_id
+    if beam_size == 1:   # greedy: a longer run, cut short, equals the shorter run
         decode = lambda src, n: greedy_decode(model, src, n, BOS_ID, EOS_ID, use_cache)
-    else:   # beam_search checks beam_size
-        decode = lambda src, n: beam_search(model, src, beam_size, n, BOS_ID, EOS_ID, length_penalty, use_cache)
+    else:                # beam search: not so; each sentence stops at its own budget
+        decode = lambda src, n: beam_search(model, src, beam_size,
+                                            _row_limits(src, n, pad), BOS_ID, EOS_ID,
+                                            length_penalty, use_cache)
     return translate_batched(model, tokenizer, sentences, decode, batch_size)
