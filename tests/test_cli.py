@@ -237,3 +237,48 @@ def test_threads_default_is_one_on_a_gpu(monkeypatch):
         assert cli.device_from_args(args).type == "cpu" and torch.get_num_threads() == 2   # a CPU keeps torch's choice
     finally:
         torch.set_num_threads(before)
+
+
+# --- input and output the user controls -------------------------------------------------------------
+
+def test_translate_names_invalid_utf8_on_stdin(checkpoint):
+    done = subprocess.run(COMMAND + ["translate", "--checkpoint", str(checkpoint)], input=b"God said.\n\xff\xfe\n",
+                          capture_output=True, timeout=120)
+    err = done.stderr.decode()
+    assert done.returncode == 2 and done.stdout == b"" and err.count("\n") == 1 and "Traceback" not in err
+    assert "line 2 is not valid UTF-8" in err
+
+
+def test_translate_into_a_closed_pipe_is_quiet(checkpoint):
+    lines = "".join(f"{ENGLISH[i % 6]}\n" for i in range(200))
+    cmd = " ".join(f"'{c}'" for c in COMMAND) + f" translate --checkpoint '{checkpoint}' --batch-size 4 | head -1"
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], input=lines, capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.count("\n") == 1 and "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
+    assert done.returncode == 0
+
+
+def test_translate_to_a_full_disk_is_one_line(checkpoint):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(COMMAND + ["translate", "--checkpoint", str(checkpoint), "God said."], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "cannot write the output" in done.stderr
+
+
+def test_translate_warns_for_each_cut_line(checkpoint, capsys, monkeypatch):
+    long = " ".join(ENGLISH * 6)   # far more tokens than the tiny model's max_len
+    status, out, err = run(["translate", "--checkpoint", str(checkpoint), "--batch-size", "2"], capsys,
+                           f"God said.\n\n{long}\nNaomi said.\n{long}\n", monkeypatch)
+    assert status == 0 and len(out.split("\n")) == 6
+    warned = err.strip().splitlines()
+    assert len(warned) == 2 and "line 3 has" in warned[0] and "line 5 has" in warned[1], err
+    status, _, err = run(["translate", "--checkpoint", str(checkpoint), "Hi.", long], capsys)
+    assert status == 0 and "SENTENCE 2 has" in err
+
+
+def test_translate_batch_by_batch_equals_all_at_once(checkpoint, capsys):
+    sentences = ENGLISH * 3
+    _, a, _ = run(["translate", "--checkpoint", str(checkpoint), "--beam", "3", *sentences], capsys)
+    _, b, _ = run(["translate", "--checkpoint", str(checkpoint), "--beam", "3", "--batch-size", "4", *sentences],
+                  capsys)
+    assert a == b and len(a.splitlines()) == len(sentences)

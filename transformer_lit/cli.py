@@ -12,6 +12,7 @@ import random
 import signal
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from tqdm import tqdm
 from .data import (ENGLISH_VERSIONS, FRENCH_VERSIONS, VERSIONS, CorpusError,
                                   SubwordTokenizer, encode_pairs, load_verses, make_batches,
                                   reference_set, split_by_book, train_tokenizer, version_pairs)
-from .inference import translate
+from .inference import InputTruncatedWarning, translate
 from .model import Transformer
 from .pretrained import load_pretrained
 from .runs import World, any_rank, data_parallel, start, stop
@@ -363,7 +364,13 @@ def _read_sentences(args: argparse.Namespace) -> list[str]:
         if empty:
             raise CliError(f"SENTENCE {empty[0]} is empty")
         return [s.strip() for s in args.sentences]
-    lines = [line.strip() for line in sys.stdin]
+    stream = getattr(sys.stdin, "buffer", None)   # bytes, so that bad UTF-8 can be named by line
+    lines = []
+    for n, line in enumerate(stream if stream is not None else sys.stdin, start=1):
+        try:
+            lines.append((line.decode("utf-8") if isinstance(line, bytes) else line).strip())
+        except UnicodeDecodeError as e:
+            raise CliError(f"standard input line {n} is not valid UTF-8 ({e.reason} at byte {e.start})") from e
     if not any(lines):
         raise CliError("no input: give sentences as arguments or one per line on standard input")
     return lines
@@ -386,14 +393,23 @@ def _load_translator(path: Path | None, device: torch.device) -> tuple[Transform
 
 # %% ../nbs/11_cli.ipynb #655a7480
 def run_translate(args: argparse.Namespace) -> int:
-    "The `translate` command: print one translation per input sentence (blank lines stay blank); returns 0."
+    "The `translate` command: print one translation per input sentence (blank lines stay blank), batch by batch; returns 0."
     sentences = _read_sentences(args)
     decode = translator_from_args(args)
     model, tokenizer = _load_translator(args.checkpoint, device_from_args(args))
-    todo = [s for s in sentences if s]
-    done = iter(decode(model, tokenizer, todo))
-    for s in sentences:
-        print(next(done) if s else "")
+    name = "SENTENCE" if args.sentences else "line"
+    for first in range(0, len(sentences), args.batch_size):   # each batch printed as soon as it is done
+        chunk = sentences[first:first + args.batch_size]
+        lines = [first + i + 1 for i, s in enumerate(chunk) if s]   # input line of each sentence
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", InputTruncatedWarning)
+            done = iter(decode(model, tokenizer, [s for s in chunk if s]))
+        for w in (w.message for w in caught if isinstance(w.message, InputTruncatedWarning)):
+            print(f"transformer-lit translate: warning: {name} {lines[w.index]} has {w.tokens} tokens; "
+                  f"only the first {w.limit} are translated", file=sys.stderr)
+        for s in chunk:
+            print(next(done) if s else "")
+        sys.stdout.flush()
     return 0
 
 # %% ../nbs/11_cli.ipynb #5fa7e2d0
@@ -431,6 +447,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"transformer-lit {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:   # `... | head -1` closed the pipe: stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit either
+        return 0
+    except OSError as e:      # e.g. standard output on a full disk
+        print(f"transformer-lit {args.command}: error: cannot write the output ({e.strerror})",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__" and "ipykernel" not in sys.modules:   # python -m transformer_lit.cli, as torchrun runs it
