@@ -35,6 +35,8 @@ $(MATHJAX):
 book: export $(MATHJAX)
 	rm -rf _build/html _build/jupyter_execute _build/.doctrees
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --quiet
+	# Pages served from a branch run Jekyll, which drops _static/ and _images/.
+	touch _build/html/.nojekyll
 	@echo
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 	@echo "Serve it with: make serve   (then open http://127.0.0.1:$(PORT)/)"
@@ -43,8 +45,20 @@ serve:
 	@test -f _build/html/index.html || { echo "error: no book built yet; run: make book"; exit 1; }
 	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html $(PORT)
 
+# The browser test needs Debian's Chromium, and a CJK font for the glossary's Chinese in
+# the screenshots. Install both where we can (root with apt-get: CI, a container); else
+# stop and say what to run. grep without -q reads all of fc-list (pipefail and SIGPIPE).
+BROWSER_PKGS := chromium fonts-wqy-microhei
 check-tools:
-	@command -v chromium >/dev/null || { echo "error: the browser test needs Chromium: apt-get install -y chromium"; exit 1; }
+	@has_font() { fc-list : family 2>/dev/null | grep -i wenquanyi >/dev/null; }; \
+	if command -v chromium >/dev/null && has_font; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq; apt-get install -y -qq $(BROWSER_PKGS); \
+	elif ! command -v chromium >/dev/null; then \
+	  echo "error: the browser test needs Chromium; run:" \
+	    "sudo apt-get install -y $(BROWSER_PKGS)"; exit 1; \
+	fi
 
 # The whole suite: package == export of the notebooks, imports, unit tests; nbval over every
 # notebook; the book build; the browser test over the built book.

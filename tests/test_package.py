@@ -49,18 +49,51 @@ def test_notebook_was_run_top_to_bottom(path):
     assert not errors, f"{path.name} stored an error output"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_opens_with_colab_setup(path):
-    "The first code cell installs the package on Colab only, from the repository settings.ini names."
+def load_sync_repo():
+    "tools/ is not a package: import tools/sync_repo.py by putting tools/ on the path."
     sys.path.insert(0, str(ROOT / "tools"))
     try:
         import sync_repo
     finally:
         sys.path.pop(0)
+    return sync_repo
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_opens_with_colab_setup(path):
+    "The first code cell is the set-up cell for the repository settings.ini names."
+    sync_repo = load_sync_repo()
     nb = json.loads(path.read_text())
     first = next(c for c in nb["cells"] if c["cell_type"] == "code")
     assert "".join(first["source"]) == sync_repo.setup_cell_source(sync_repo.repo_settings())
-    assert not first.get("outputs"), "the set-up cell must do nothing outside Colab"
+    assert not first.get("outputs"), "the set-up cell must do nothing in the venv"
+
+
+def run_setup_cell(prelude: str) -> subprocess.CompletedProcess:
+    "Run the set-up cell in a fresh interpreter where subprocess.run only prints."
+    sync_repo = load_sync_repo()
+    cell = sync_repo.setup_cell_source(sync_repo.repo_settings())
+    assert max(map(len, cell.splitlines())) <= 88, "set-up cell wider than 88 columns"
+    # a stand-in for pip: the test neither installs nor touches the network
+    fake_pip = ("import subprocess\n"
+                "subprocess.run = lambda args, **kw: print(args[1:], kw)\n")
+    return subprocess.run([sys.executable, "-c", fake_pip + prelude + cell],
+                          capture_output=True, text=True, cwd=ROOT / "nbs")
+
+
+def test_setup_cell_does_nothing_where_the_package_imports():
+    "In the repository's venv (nbval, the book) the cell prints and installs nothing."
+    r = run_setup_cell("")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+
+
+def test_setup_cell_installs_the_repository_where_the_import_fails(settings):
+    "On Colab or a fresh Jupyter, pip installs the branch settings.ini names, quietly."
+    no_package = "import sys\nsys.modules['transformer_lit'] = None  # import fails\n"
+    r = run_setup_cell(no_package)
+    assert r.returncode == 0, r.stderr
+    url = f"git+{settings['git_url']}@{settings['branch']}"
+    assert r.stdout == f"['-m', 'pip', 'install', '-q', {url!r}] {{'check': True}}\n"
 
 
 def test_config_names_the_settings_repository():
