@@ -10,7 +10,9 @@ from typing import Callable
 
 import torch
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from transformer_lit.training import attention_policy
+
+RESULTS = Path(__file__).resolve().parents[1] / "transformer_lit" / "results"   # package data: the book shows them
 
 
 def device_name(device: torch.device) -> str:
@@ -43,9 +45,8 @@ def timed(fn: Callable[[], object], device: torch.device) -> tuple[object, float
 
 
 def disable_cudnn_attention(device: torch.device) -> None:
-    "On CUDA, keep SDPA off cuDNN: it builds a new plan for every new sequence length, milliseconds of CPU per call."
-    if device.type == "cuda":   # measured on an H100 host; it made the decoding timings erratic
-        torch.backends.cuda.enable_cudnn_sdp(False)
+    "The package's one cuDNN-attention policy (chapter 09's attention_policy), which fit and the CLI use too."
+    attention_policy(device)
 
 
 def interleaved_medians(fns: dict[str, Callable[[], object]], device: torch.device,
@@ -62,7 +63,7 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], device: torch.devi
 
 
 def write_result(name: str, device: torch.device, payload: dict) -> Path:
-    "Write benchmarks/results/<name>_<cpu|cuda>.json with the device, versions and the numbers."
+    "Write transformer_lit/results/<name>_<cpu|cuda>.json with the device, versions and the numbers."
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}_{device.type}.json"
     record = {"device": device_name(device), "torch": torch.__version__, **payload}

@@ -6,7 +6,7 @@ Self-attention at the paper's base sizes (B=32, T=128, D=512, H=8). Both modules
 weights, see the same input and take their fused path (PyTorch's with need_weights=False, ours by
 default). They are timed in alternation after a warm-up, so that a slow spell of the machine hits
 both alike; the script prints the median times and their ratio and writes
-benchmarks/results/attention_<device>.json. Goal: ours / torch <= 1.05.
+transformer_lit/results/attention_<device>.json. Goal: ours / torch <= 1.05.
 
 A third entry times ours with three separate input projections (key and value passed as other
 tensor objects than query), to show what the stacked self-attention projection is worth.

@@ -6,7 +6,7 @@ The model is random (vocabulary 8000, D=256, H=4, 3+3 layers, F=1024) and the so
 tokens; eos_id is None, so every run writes exactly n tokens. For n = 32, 64, 128, 256, 512 new
 tokens at batch 1 and batch 32 the script times `greedy_decode` (cached) and
 `greedy_decode_uncached` in alternation, so that a slow spell of the machine hits both, and
-writes tokens/s and their ratio to benchmarks/results/decode_<device>.json. Goal: cached >= 5x
+writes tokens/s and their ratio to transformer_lit/results/decode_<device>.json. Goal: cached >= 5x
 faster at 256 new tokens, batch 1, on a CPU.
 
 The uncached loop costs O(n^2) positions. Runs it would take longer than --uncached-budget seconds

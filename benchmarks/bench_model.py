@@ -11,7 +11,7 @@ weights. Sizes: V=8000, D=256, H=4, 3+3 layers, F=1024, B=32, S=T=32, dropout 0.
 whose rows end in different amounts of padding. On CUDA both run under bf16 autocast.
 
 The two steps are timed in alternation after a warm-up; the script prints the median times and their ratio and
-writes benchmarks/results/model_step_<device>.json. Goal: ours / torch <= 1.0.
+writes transformer_lit/results/model_step_<device>.json. Goal: ours / torch <= 1.0.
 
 With --profile it also (1) runs torch.profiler over a few steps of each and lists the operators on which ours
 spends more time than torch, (2) times the parts that differ, ours against PyTorch's, forward + backward at the

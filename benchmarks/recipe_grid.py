@@ -3,8 +3,8 @@ small corpus"). Every run is `transformer-lit train` with the same wall-time bud
 scored on ALL validation verses (source WEB, every French version a reference), with its last
 weights and with the average of its last snapshots. The test books are never touched here.
 
-Usage: python benchmarks/recipe_grid.py [--minutes 6] [--threads 1] [--out DIR]
-Writes benchmarks/results/recipe_grid_cpu.json (or _cuda).
+Usage: python benchmarks/recipe_grid.py [--steps 600] [--threads 1] [--out DIR]
+Writes transformer_lit/results/recipe_grid_cpu.json (or _cuda).
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def score(path: Path, weights: str, sources, references) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--minutes", type=float, default=6.0)
+    p.add_argument("--steps", type=int, default=600)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, default=Path.home() / ".cache" / "transformer_lit" / "grid")
     args = p.parse_args()
@@ -50,14 +50,14 @@ def main() -> None:
     rows = {}
     for name, options in GRID.items():
         out = args.out / name.split(" (")[0].replace(" ", "_").replace("-", "_")
-        command = ["transformer-lit", "train", "--preset", "cpu", "--minutes", str(args.minutes),
+        command = ["transformer-lit", "train", "--preset", "cpu", "--steps", str(args.steps),
                    "--out", str(out), "--threads", str(args.threads), "--force", "--quiet",
                    "--bleu-sentences", "0", *options]
         t = time.perf_counter()
         cli = Path(sys.executable).with_name("transformer-lit")   # the venv's command
         subprocess.run([str(cli), *command[1:]], check=True)
         record = load_checkpoint(out / "model.pt")["record"]
-        rows[name] = {"command": " ".join(command), "steps": record["steps"],
+        rows[name] = {"command": " ".join(command), "steps": record["steps"], "minutes": record["minutes"],
                       "valid_nll": record["valid_log"][-1][1], "wall_seconds": time.perf_counter() - t,
                       "last": score(out / "checkpoint.pt", "model", sources, references),
                       "averaged": score(out / "model.pt", "model", sources, references)}
@@ -65,9 +65,9 @@ def main() -> None:
         print(f"{name}: {r['steps']} steps, valid NLL {r['valid_nll']:.3f}, BLEU last "
               f"{r['last']['bleu']:.2f} averaged {r['averaged']['bleu']:.2f}", flush=True)
     device = torch.device("cpu")
-    result = {"device": describe_device(device), "minutes_per_run": args.minutes,
+    result = {"device": describe_device(device), "steps_per_run": args.steps,
               "validation_verses": len(sources), "references": list(references), "runs": rows}
-    dest = ROOT / "benchmarks" / "results" / "recipe_grid_cpu.json"
+    dest = ROOT / "transformer_lit" / "results" / "recipe_grid_cpu.json"
     dest.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {dest}")
 

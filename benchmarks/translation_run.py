@@ -8,7 +8,7 @@ snapshots) and checkpoint.pt (the last weights), the script translates every tes
 Daniel, 1 John) with the last and the averaged weights: plain greedy decoding (chapter 08's loop,
 no cache), cached greedy decoding and beam search with 4 beams (chapter 10), and scores each with
 sacrebleu next to the copy-the-source baseline. It writes
-benchmarks/results/translation_<cpu|cuda>.json: the device, versions, settings, the loss logs, the
+transformer_lit/results/translation_<cpu|cuda>.json: the device, versions, settings, the loss logs, the
 BLEU table, decoding times and a few sample translations.
 """
 from __future__ import annotations

@@ -84,3 +84,15 @@ def test_the_scaler_state_travels_in_the_train_state():
     restored = torch.amp.GradScaler("cpu")
     restored.load_state_dict(again.scaler)
     assert restored.get_scale() == 1024.0
+
+
+def test_one_cudnn_attention_policy_for_training_decoding_and_the_command():
+    from transformer_lit import cli, training
+    calls = []
+    with mock.patch.object(torch.backends.cuda, "enable_cudnn_sdp", lambda on: calls.append(on)):
+        training.attention_policy(torch.device("cpu"))
+        assert calls == []
+        training.attention_policy(torch.device("cuda"))
+        assert calls == [False]
+    for module in (training, cli):   # fit, translate_batched and device_from_args call it
+        assert "attention_policy(" in open(module.__file__).read()

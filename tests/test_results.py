@@ -13,7 +13,7 @@ import torch
 
 from transformer_lit.training import BOOK_GPU_STEPS, book_run, preset_config, preset_settings
 
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "transformer_lit" / "results"
 
 
 def load(name: str) -> dict:

@@ -28,7 +28,7 @@ from .inference import InputTruncatedWarning, translate
 from .model import Transformer
 from .pretrained import load_pretrained
 from .runs import World, any_rank, data_parallel, start, stop
-from .training import (PRESETS, TrainSettings, TrainState, average_state_dicts,
+from .training import (PRESETS, TrainSettings, TrainState, attention_policy, average_state_dicts,
                                       corpus_scores, describe_device, finish_run, fit, load_checkpoint,
                                       make_optimizer, model_from_checkpoint, preset_config,
                                       preset_settings, preset_vocab_size, restore_rng_states,
@@ -65,6 +65,7 @@ def device_from_args(args: argparse.Namespace) -> torch.device:
     if args.threads is not None and args.threads < 1:
         raise CliError(f"--threads must be at least 1, got {args.threads}")
     device = pick_device(args.device)
+    attention_policy(device)   # chapter 09: no cuDNN attention on CUDA
     threads = args.threads or (1 if device.type == "cuda" else None)
     if threads is not None:
         torch.set_num_threads(threads)

@@ -29,10 +29,10 @@ from .model import Transformer, TransformerConfig, greedy_decode_uncached
 # %% auto #0
 __all__ = ['PRESETS', 'BOOK_CPU_STEPS', 'BOOK_GPU_STEPS', 'CHECKPOINT_FORMAT', 'DecodeFn', 'LossTerms', 'label_smoothing_loss',
            'noam_lr', 'TrainSettings', 'make_optimizer', 'preset_vocab_size', 'preset_config', 'preset_settings',
-           'book_run', 'autocast_dtype', 'autocast_for', 'make_scaler', 'train_step', 'evaluate', 'rng_states',
-           'restore_rng_states', 'check_plain_data', 'save_checkpoint', 'load_checkpoint', 'model_from_checkpoint',
-           'average_state_dicts', 'TrainState', 'batch_stream', 'snapshot', 'finish_run', 'fit', 'translate_batched',
-           'greedy_translate', 'bleu', 'corpus_scores', 'describe_device', 'run_record']
+           'book_run', 'autocast_dtype', 'autocast_for', 'attention_policy', 'make_scaler', 'train_step', 'evaluate',
+           'rng_states', 'restore_rng_states', 'check_plain_data', 'save_checkpoint', 'load_checkpoint',
+           'model_from_checkpoint', 'average_state_dicts', 'TrainState', 'batch_stream', 'snapshot', 'finish_run',
+           'fit', 'translate_batched', 'greedy_translate', 'bleu', 'corpus_scores', 'describe_device', 'run_record']
 
 # %% ../nbs/09_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -179,6 +179,12 @@ def autocast_for(device: torch.device, enabled: bool = True) -> contextlib.Abstr
     "Autocast to autocast_dtype(device) when enabled and it is not None; elsewhere a context that does nothing."
     dtype = autocast_dtype(device) if enabled else None
     return torch.autocast("cuda", dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
+def attention_policy(device: torch.device) -> None:
+    "On CUDA, keep scaled_dot_product_attention off cuDNN's kernel (see the text); elsewhere nothing."
+    if device.type == "cuda":   # benchmarks, fit, translate and the command line all call this
+        torch.backends.cuda.enable_cudnn_sdp(False)
 
 
 def make_scaler(device: torch.device, settings: TrainSettings) -> torch.amp.GradScaler:
@@ -404,6 +410,7 @@ def fit(model: Transformer, optimizer: torch.optim.Optimizer, train: Sequence[En
     if not train or not valid:
         raise ValueError(f"fit needs training and validation pairs, got {len(train)} and {len(valid)}")
     state, device = state or TrainState(), next(model.parameters()).device
+    attention_policy(device)
     # dynamic=True: one compiled graph for every batch shape; length-bucketed batches would otherwise
     # recompile for each new (B, S, T) (on an H100 that left 9 steps in 2.6 minutes)
     forward = parallel(model) if parallel else model   # e.g. DistributedDataParallel
@@ -462,6 +469,7 @@ def translate_batched(model: Transformer, tokenizer: SubwordTokenizer, sentences
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     device, max_len = next(model.parameters()).device, model.config.max_len
+    attention_policy(device)
     ids = [x[: max_len - 1] for x in tokenizer.encode(list(sentences))]   # leave room for EOS
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(ids)
