@@ -282,3 +282,8 @@ def test_translate_batch_by_batch_equals_all_at_once(checkpoint, capsys):
     _, b, _ = run(["translate", "--checkpoint", str(checkpoint), "--beam", "3", "--batch-size", "4", *sentences],
                   capsys)
     assert a == b and len(a.splitlines()) == len(sentences)
+
+
+def test_translate_beam_larger_than_the_vocabulary(checkpoint, capsys):
+    assert_one_line_error(*run(["translate", "--checkpoint", str(checkpoint), "--beam", "100000", "Hi."], capsys),
+                          "--beam")

@@ -192,3 +192,43 @@ def test_evaluating_on_zero_tokens_raises():
     from transformer_lit.training import evaluate
     with pytest.raises(ValueError, match="at least one target token"):
         evaluate(model, [])
+
+
+def test_a_vocabulary_too_small_is_one_line(cache, tmp_path):
+    for size in ("3", "10"):
+        options = TINY[:2] + TINY[4:]   # TINY without its --vocab-size
+        one_line_error(train(*options, "--vocab-size", size, "--steps", "2", "--out", str(tmp_path / size)),
+                       "--vocab-size")
+
+
+def test_a_cache_path_that_is_a_file_is_one_line(tmp_path, monkeypatch):
+    afile = tmp_path / "cache-file"
+    afile.write_text("x")
+    monkeypatch.setenv(data.CACHE_ENV, str(afile))
+    one_line_error(train(*TINY, "--steps", "2", "--out", str(tmp_path / "run")), "is a file", data.CACHE_ENV)
+
+
+def test_resume_with_another_preset_is_refused(cache, tmp_path):
+    out = tmp_path / "run"
+    assert train(*TINY, "--steps", "2", "--out", str(out)).returncode == 0
+    one_line_error(train("--preset", "cpu", "--steps", "4", "--out", str(out), "--resume"), "--preset")
+    assert train("--preset", "tiny", "--steps", "4", "--out", str(out), "--resume", "--quiet",
+                 "--bleu-sentences", "0").returncode == 0
+
+
+def test_after_kill_9_the_last_checkpoint_resumes(cache, tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(COMMAND + ["train", *TINY, "--steps", "100000", "--checkpoint-every", "3",
+                                       "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.time() + 120
+    while not (out / "checkpoint.pt").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(2.0)   # several more saves, one of them perhaps under way
+    proc.kill()
+    proc.communicate(timeout=60)
+    step = load_checkpoint(out / "checkpoint.pt")["state"]["step"]
+    assert step >= 3 and step % 3 == 0
+    done = train("--steps", str(step + 2), "--out", str(out), "--resume", "--quiet", "--bleu-sentences", "0")
+    assert done.returncode == 0, done.stderr
+    assert not list(out.glob(".*.tmp"))

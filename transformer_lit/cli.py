@@ -91,7 +91,7 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
                             "(downloaded with pip on first use) and write checkpoint.pt (resumable, saved "
                             "as the run goes), model.pt (the average of the last snapshots, for "
                             "`translate --checkpoint`) and results.json into --out.")
-    p.add_argument("--preset", choices=PRESETS, default="cpu", help="model size and settings (default: %(default)s)")
+    p.add_argument("--preset", choices=PRESETS, help="model size and settings (default: cpu)")
     p.add_argument("--steps", type=int, help="budget in optimizer steps (total, counting resumed steps)")
     p.add_argument("--minutes", type=float, help="budget in minutes of wall time (total, counting resumed time)")
     p.add_argument("--out", type=Path, required=True, help="output folder (created if missing)")
@@ -143,7 +143,11 @@ def _start(args: argparse.Namespace, splits: dict) -> tuple:
     "A fresh run: a tokenizer trained on the training books, a seeded new model, an empty state."
     codes = (*args.english, *args.french)
     texts = [v.texts[c] for v in splits["train"] for c in codes if c in v.texts]
-    tokenizer = train_tokenizer(texts, vocab_size=args.vocab_size or preset_vocab_size(args.preset))
+    size = args.vocab_size or preset_vocab_size(args.preset)
+    try:
+        tokenizer = train_tokenizer(texts, vocab_size=size)
+    except (ValueError, RuntimeError) as e:   # sentencepiece refuses sizes the text cannot fill
+        raise CliError(f"--vocab-size {size}: {str(e).splitlines()[-1]}") from e
     config = preset_config(args.preset, tokenizer.vocab_size)
     if args.dropout is not None:
         if not 0 <= args.dropout < 1:
@@ -178,11 +182,14 @@ def _resume(args: argparse.Namespace, world: World) -> tuple:
     if fixed:
         raise CliError(f"{', '.join(fixed)} cannot change when a run is resumed; leave "
                        f"{'it' if len(fixed) == 1 else 'them'} out")
+    if args.preset is not None and args.preset != ckpt["preset"]:
+        raise CliError(f"--preset {args.preset}: the run was trained with --preset {ckpt['preset']}; "
+                       "leave --preset out when resuming")
     try:
         model = model_from_checkpoint(ckpt)
     except ValueError as e:
         raise CliError(str(e)) from e
-    args.preset = ckpt["preset"]   # the run's own preset, whatever --preset says
+    args.preset = ckpt["preset"]
     args.english, args.french = tuple(ckpt["corpus"]["english"]), tuple(ckpt["corpus"]["french"])
     settings = _settings_from_args(args, base=ckpt["settings"])
     restore_rng_states(ckpt["rng"])
@@ -229,6 +236,7 @@ def _prepare(args: argparse.Namespace, world: World) -> tuple:
             _check_out(args)
         tokenizer, model, settings, state, optimizer_state = _resume(args, world)
     else:
+        args.preset = args.preset or "cpu"
         settings = _settings_from_args(args)   # bad settings are refused before --out is touched
         if world.is_main:
             _check_out(args)
@@ -253,6 +261,8 @@ def _train(args, world, model, optimizer, train, valid, settings, state, save) -
                     stop=lambda: any_rank(bool(signals), world), finish=False,   # stays resumable
                     shard=(world.rank, world.size), parallel=lambda m: data_parallel(m, world))
         save(state)   # a signal during the save only adds to `signals`
+    except FloatingPointError as e:   # the weights are no longer finite: keep the last good save
+        raise CliError(f"{e}; the last checkpoint saved before it is in {args.out}") from e
     finally:
         for s, handler in handlers.items():
             signal.signal(s, handler)
@@ -404,7 +414,10 @@ def run_translate(args: argparse.Namespace) -> int:
         lines = [first + i + 1 for i, s in enumerate(chunk) if s]   # input line of each sentence
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", InputTruncatedWarning)
-            done = iter(decode(model, tokenizer, [s for s in chunk if s]))
+            try:
+                done = iter(decode(model, tokenizer, [s for s in chunk if s]))
+            except ValueError as e:   # e.g. --beam larger than the model's vocabulary
+                raise CliError(str(e).replace("beam_size", "--beam")) from e
         for w in (w.message for w in caught if isinstance(w.message, InputTruncatedWarning)):
             print(f"transformer-lit translate: warning: {name} {lines[w.index]} has {w.tokens} tokens; "
                   f"only the first {w.limit} are translated", file=sys.stderr)

@@ -53,8 +53,10 @@ class CorpusError(RuntimeError):
 
 def cache_dir() -> Path:
     "Folder for downloaded and derived data: $TRANSFORMER_LIT_CACHE if set, else ~/.cache/transformer_lit."
-    folder = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "transformer_lit"
-    return Path(folder).expanduser()
+    folder = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "transformer_lit").expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise CorpusError(f"the cache folder {folder} is a file; set {CACHE_ENV} to a folder")
+    return folder
 
 
 def sha256_of(path: Path) -> str:
