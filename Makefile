@@ -62,9 +62,12 @@ check-tools:
 
 # The whole suite: package == export of the notebooks, imports, unit tests; nbval over every
 # notebook; the book build; the browser test over the built book.
+# nbval runs outside the repository, on copies of the notebooks each alone in a folder, with
+# the package installed from its wheel (not editable): a chapter must work for a reader who
+# has only `pip install`ed the package. Each chapter still runs once; the folder is removed.
 test: $(STAMP) check-tools
 	$(VENV)/bin/pytest tests -m "not browser"
-	$(VENV)/bin/pytest --nbval --nbval-current-env -p no:cacheprovider nbs
+	$(PY) tools/nbval_outside.py
 	$(MAKE) --no-print-directory book
 	$(VENV)/bin/pytest tests -m browser
 
