@@ -75,6 +75,9 @@ def main() -> None:
     hyps, seconds = timed_translate(half, tokenizer, t_src, **DECODINGS[chosen])
     test = {"sentences": len(t_src), "decoding": chosen, "seconds": seconds,
             "model": corpus_scores(hyps, t_refs), "copy the source": corpus_scores(t_src, t_refs)}
+    if chosen != "greedy":   # chapter 09 re-computes the greedy score (it is cheaper on a CPU)
+        greedy_hyps, _ = timed_translate(half, tokenizer, t_src, beam_size=1)
+        test["model, greedy"] = corpus_scores(greedy_hyps, t_refs)
     for code in french:   # a human translation against the other French versions
         others = {c: r for c, r in t_refs.items() if c != code}
         if others:

@@ -420,7 +420,10 @@ def fit(model: Transformer, optimizer: torch.optim.Optimizer, train: Sequence[En
     scaler = make_scaler(device, settings)
     if state.scaler:
         scaler.load_state_dict(state.scaler)
-    bar = tqdm(total=settings.max_steps, initial=state.step, unit="step", disable=not progress)
+    if progress:   # tqdm.auto: a widget in Jupyter (Colab), text in a terminal; imported only when used,
+        from tqdm.auto import tqdm as bar_class   # since it warns in a Jupyter without ipywidgets
+    bar = (bar_class if progress else tqdm)(total=settings.max_steps, initial=state.step, unit="step",
+                                            disable=not progress)
     start, seconds0, tokens0 = time.perf_counter(), state.seconds, state.tokens
     saved_at = state.seconds   # on_checkpoint every checkpoint_every steps or checkpoint_minutes
     model.train()
