@@ -272,7 +272,7 @@ FRENCH_VERSIONS = ("l", "5")         # LSG first: the reference of the single-re
 
 # %% ../nbs/09a_data.ipynb #e4aabf36
 PSALM_119_LETTER = ("Hebrew letter opening a section of Psalm 119",
-                    r"^(?!LORD\b|GOD\b)[A-Z]{2,7}\.? (?=[A-Z][a-z])", "")
+                    r"^(?!LORD\b|GOD\b)[A-Z]{2,7}\.? (?=[A-Z])", "")
 KJV_RULES: tuple[tuple[str, str, str], ...] = (PSALM_119_LETTER,)
 BBE_RULES: tuple[tuple[str, str, str], ...] = (
     PSALM_119_LETTER,
@@ -291,8 +291,8 @@ DARBY_RULES: tuple[tuple[str, str, str], ...] = (
 )
 RULES = {"4": ENGLISH_RULES, "k": KJV_RULES, "3": BBE_RULES, "l": FRENCH_RULES, "5": DARBY_RULES}
 # verses of a version that are left out whole: (reason, book or None for all, pattern)
-SKIP_RULES = {"3": (("psalm title in verse 1", 19, r"^(?:To the chief music-maker|A Psalm|A Song"
-                     r"|A Prayer|Psalm|Song|Of David|Michtam|Maschil)"),)}
+SKIP_RULES = {"3": (("psalm title in verse 1", 19, r"^(?:(?:To|For) the chief music-maker|A Psalm"
+                     r"|A Song|A Prayer|Psalm|Song|Of David|Of the sons of|Michtam|Maschil|Alamoth)"),)}
 MISALIGNED = {"l": MISALIGNED_CHAPTERS}   # per version: {(book, chapter): reason}
 
 # %% ../nbs/09a_data.ipynb #5f521372
@@ -338,7 +338,7 @@ def extract_verses(db: Path, versions: Sequence[str] = ENGLISH_VERSIONS + FRENCH
     return verses, skipped
 
 # %% ../nbs/09a_data.ipynb #89cedffd
-VERSES_TSV = "bible-verses-v1.tsv"   # bump the suffix whenever cleaning or versions change
+VERSES_TSV = "bible-verses-v2.tsv"   # bump the suffix whenever cleaning or versions change
 
 
 def write_verses_tsv(verses: Sequence[Verse], versions: Sequence[str], path: Path) -> None:
