@@ -42,14 +42,17 @@ def score(path: Path, weights: str, sources, references) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--only", nargs="+", metavar="NAME", help="run only the grid entries whose names start so")
+    p.add_argument("--name", default="recipe_grid", help="results file name, without _cpu.json")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, default=Path.home() / ".cache" / "transformer_lit" / "grid")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     sources, references = reference_set(split_by_book(load_verses())["valid"])
     rows = {}
-    for name, options in GRID.items():
-        out = args.out / name.split(" (")[0].replace(" ", "_").replace("-", "_")
+    grid = {k: v for k, v in GRID.items() if not args.only or any(k.startswith(o) for o in args.only)}
+    for name, options in grid.items():
+        out = args.out / f"{args.steps}" / name.split(" (")[0].replace(" ", "_").replace("-", "_")
         command = ["transformer-lit", "train", "--preset", "cpu", "--steps", str(args.steps),
                    "--out", str(out), "--threads", str(args.threads), "--force", "--quiet",
                    "--bleu-sentences", "0", *options]
@@ -67,7 +70,7 @@ def main() -> None:
     device = torch.device("cpu")
     result = {"device": describe_device(device), "steps_per_run": args.steps,
               "validation_verses": len(sources), "references": list(references), "runs": rows}
-    dest = ROOT / "transformer_lit" / "results" / "recipe_grid_cpu.json"
+    dest = ROOT / "transformer_lit" / "results" / f"{args.name}_cpu.json"
     dest.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {dest}")
 
