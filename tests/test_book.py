@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -93,8 +95,60 @@ def test_page(browser, server, settings, doc):
         assert not broken, f"images that did not load on {doc}: {broken}"
         if doc in CHAPTERS:
             check_colab_button(page, settings, doc)
+            check_diagrams(page, doc)
+            check_export_labels(page, settings, doc)
     finally:
         page.close()
+
+
+def notebook_cells(doc: str) -> list[dict]:
+    return json.loads((ROOT / f"{doc}.ipynb").read_text(encoding="utf-8"))["cells"]
+
+
+def check_diagrams(page, doc: str) -> None:
+    "Every diagram the notebook shows (<img src=\"figures/...\">) is on the page, loaded, with its alt text."
+    wanted = []
+    for cell in notebook_cells(doc):
+        if cell["cell_type"] == "markdown":
+            for tag in re.findall(r"<img\b[^>]*>", "".join(cell["source"])):
+                src, alt = re.search(r'src="([^"]*)"', tag), re.search(r'alt="([^"]*)"', tag)
+                wanted.append((src.group(1) if src else "", alt.group(1) if alt else ""))
+    shown = page.evaluate(
+        "() => [...document.querySelectorAll('article img')].map(i => ({src: i.src, alt: i.alt,"
+        " ok: i.complete && i.naturalWidth > 0, w: i.getBoundingClientRect().width}))")
+    for src, alt in wanted:
+        name = src.rsplit("/", 1)[-1]
+        hits = [i for i in shown if i["src"].rsplit("/", 1)[-1] == name]
+        assert hits, f"{doc}: diagram {src} is not on the page"
+        for img in hits:
+            assert img["ok"] and img["w"] > 100, f"{doc}: diagram {src} did not load or is tiny: {img}"
+            assert img["alt"].split() == alt.split() and alt.strip(), f"{doc}: {src} lost its alt text"
+
+
+def directives(cell: dict) -> list[str]:
+    "The nbdev directives of a code cell: '#| export' -> 'export'."
+    return [line[2:].strip() for line in "".join(cell["source"]).splitlines() if line.startswith("#|")]
+
+
+def check_export_labels(page, settings, doc: str) -> None:
+    "Each exported cell is labelled with the file it goes to; no other cell is."
+    code = [directives(c) for c in notebook_cells(doc) if c["cell_type"] == "code"]
+    modules = [d.split()[1] for ds in code for d in ds if d.startswith("default_exp ")]
+    n_export = sum(1 for ds in code if {"export", "exports", "exporti"} & set(ds) and "hide" not in ds)
+    found = page.evaluate(
+        "() => [...document.querySelectorAll('article div.cell')].map(c => ({"
+        " exported: c.classList.contains('tag_nbdev-export'),"
+        " labels: [...c.querySelectorAll('.nbdev-export-label')].map(l =>"
+        "   ({text: l.innerText, w: l.getBoundingClientRect().width}))}))")
+    exported = [c for c in found if c["exported"]]
+    assert len(exported) == n_export, f"{doc}: {len(exported)} cells tagged exported, notebook has {n_export}"
+    assert not any(c["labels"] for c in found if not c["exported"]), f"{doc}: a label on an unexported cell"
+    if n_export:
+        target = f"{settings['lib_path']}/{modules[0].replace('.', '/')}.py"   # e.g. transformer_lit/attention.py
+        for c in exported:
+            labels = c["labels"]
+            assert len(labels) == 1 and target in labels[0]["text"] and labels[0]["w"] > 0, (
+                f"{doc}: exported cell labelled {labels}, expected {target}")
 
 
 def check_colab_button(page, settings, doc: str) -> None:
