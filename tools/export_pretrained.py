@@ -26,7 +26,7 @@ from transformer_lit.data import (BOOKS, VERSIONS, SubwordTokenizer, load_verses
                                   split_by_book)
 from transformer_lit.inference import translate
 from transformer_lit.pretrained import export_pretrained
-from transformer_lit.training import corpus_scores, load_checkpoint, model_from_checkpoint
+from transformer_lit.training import corpus_scores, load_checkpoint, model_from_checkpoint, save_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "pretrained"
@@ -46,28 +46,36 @@ def main() -> None:
     p.add_argument("--command", required=True, help="the exact command that trained the run")
     p.add_argument("--dest", type=Path, default=DEST, help="a folder other than the package's, "
                    "for a trial export (the notebook's pin is then left alone)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1; more only "
+                   "help on an otherwise idle machine)")
     args = p.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     ckpt = load_checkpoint(args.run / "model.pt")
     record = ckpt["record"]
     english, french = record["corpus"]["english"], record["corpus"]["french"]
-    model = model_from_checkpoint(ckpt).eval()
-    half = model_from_checkpoint(ckpt)
-    half.load_state_dict({k: v.half() for k, v in half.state_dict().items()})   # float16 round trip
-    half.eval()
     tokenizer = SubwordTokenizer(ckpt["tokenizer"])
     splits = split_by_book(load_verses())
-
-    # 1. the decoding, chosen on the validation books
     v_src, v_refs = reference_set(splits["valid"], english[0], french)
+
+    # 1. the weights (the average of the last snapshots, or the last ones) and the decoding,
+    #    both chosen on the validation books
+    last = load_checkpoint(args.run / "checkpoint.pt")
+    candidates = {f"average of steps {record['averaged_steps']}": ckpt,
+                  f"last weights (step {record['steps']})": {**ckpt, "model": last["model"]}}
     valid = {}
+    for name, candidate in candidates.items():
+        hyps, _ = timed_translate(model_from_checkpoint(candidate).eval(), tokenizer, v_src, beam_size=1)
+        valid[f"{name}, greedy, float32"] = corpus_scores(hyps, v_refs)
+        print(f"valid {name}: BLEU {valid[f'{name}, greedy, float32']['bleu']:.2f}", flush=True)
+    weights = max(candidates, key=lambda n: valid[f"{n}, greedy, float32"]["bleu"])
+    half = model_from_checkpoint(candidates[weights])
+    half.load_state_dict({k: v.half() for k, v in half.state_dict().items()})   # float16 round trip
+    half.eval()
     for name, kw in DECODINGS.items():
         hyps, seconds = timed_translate(half, tokenizer, v_src, **kw)
         valid[name] = {**corpus_scores(hyps, v_refs), "seconds": seconds}
         print(f"valid {name}: BLEU {valid[name]['bleu']:.2f} chrF {valid[name]['chrf']:.2f} "
               f"({seconds:.0f} s)", flush=True)
-    hyps32, _ = timed_translate(model, tokenizer, v_src, beam_size=1)
-    valid["greedy, float32 weights"] = corpus_scores(hyps32, v_refs)
     chosen = max(DECODINGS, key=lambda n: valid[n]["bleu"])
 
     # 2. the test books, once
@@ -92,8 +100,12 @@ def main() -> None:
 
     # 3. the shipped file, its pin and its card
     args.dest.mkdir(exist_ok=True)
-    digest = export_pretrained(args.run / "model.pt", args.dest / "model.pt", command=args.command,
+    chosen_file = args.dest / "chosen-weights.pt"   # the chosen weights, as a model.pt-like file
+    save_checkpoint(chosen_file, model_from_checkpoint(candidates[weights]), tokenizer=ckpt["tokenizer"],
+                    record=record)
+    digest = export_pretrained(chosen_file, args.dest / "model.pt", command=args.command, weights=weights,
                                valid_decoding=valid, test_scores=test, samples=samples)
+    chosen_file.unlink()
     if args.dest.resolve() == DEST.resolve():
         nb = NOTEBOOK.read_text(encoding="utf-8")
         nb, n = re.subn(r'PRETRAINED_SHA256 = \\"[0-9a-f]{64}\\"',
@@ -102,11 +114,12 @@ def main() -> None:
             sys.exit(f"could not find the PRETRAINED_SHA256 line in {NOTEBOOK}")
         NOTEBOOK.write_text(nb, encoding="utf-8")
     (args.dest / "MODEL_CARD.md").write_text(card(record, args.command, valid, chosen, test, samples,
-                                                  (args.dest / "model.pt").stat().st_size), encoding="utf-8")
+                                                  (args.dest / "model.pt").stat().st_size, weights),
+                                             encoding="utf-8")
     print(f"wrote {args.dest / 'model.pt'} (sha256 {digest}) and {args.dest / 'MODEL_CARD.md'}")
 
 
-def card(record, command, valid, chosen, test, samples, size) -> str:
+def card(record, command, valid, chosen, test, samples, size, weights) -> str:
     cfg, st = record["config"], record["settings"]
     english, french = record["corpus"]["english"], record["corpus"]["french"]
     lines = [
@@ -140,7 +153,7 @@ def card(record, command, valid, chosen, test, samples, size) -> str:
         f"{record['tokens_per_second']:,.0f} target tokens/s; batches of at most {st['max_tokens']} "
         f"tokens, warm-up {st['warmup']}, learning-rate factor {st['lr_factor']}, label smoothing "
         f"{st['label_smoothing']}, gradient clipping {st['clip_norm']}.",
-        f"- Weights: the average of the snapshots at steps {record['averaged_steps']}.",
+        f"- Weights shipped: {weights} (chosen on the validation books, below).",
         "",
         "Validation curve (mean NLL per target token, nats, WEB -> every French version):",
         "",
@@ -154,12 +167,14 @@ def card(record, command, valid, chosen, test, samples, size) -> str:
     lines += [
         "",
         "## Scores",
-        f"Decoding chosen on the validation books ({len(valid) - 1} options, float16 weights):",
+        "Weights and decoding chosen on the validation books (greedy in float32 for the weights,",
+        "then greedy and beam search with the chosen weights in float16):",
         "",
         "| validation | BLEU | chrF | BLEU vs LSG alone |",
         "|---|---:|---:|---:|",
     ]
     lines += [f"| {n} | {s['bleu']:.1f} | {s['chrf']:.1f} | {s['bleu_single']:.1f} |" for n, s in valid.items()]
+    lines += ["", f"Weights: {weights}; decoding: {chosen}."]
     lines += [
         "",
         f"Test books, scored once with {chosen} ({test['sentences']} verses; references: "
@@ -173,7 +188,7 @@ def card(record, command, valid, chosen, test, samples, size) -> str:
               for n, s in test.items() if isinstance(s, dict)]
     lines += ["", f"sacrebleu signatures: `{test['model']['bleu_signature']}`, "
               f"`{test['model']['chrf_signature']}`. A human row scores one French version against the "
-              "other(s): single-reference, so it is a floor on what a faithful translation scores here.",
+              "other(s), with one reference: it shows how differently two faithful translations word a verse.",
               "", "## Samples (test books, chosen at random with seed 0)", ""]
     for s in samples:
         lines += [f"- **{s['ref']}** {s['en']}", f"  - model: {s['model']}",
