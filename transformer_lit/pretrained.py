@@ -21,7 +21,7 @@ __all__ = ['PRETRAINED_FILE', 'PRETRAINED_SHA256', 'pretrained_path', 'load_pret
 # %% ../nbs/09c_pretrained.ipynb #0ec87051
 PRETRAINED_FILE = "model.pt"   # in the package folder transformer_lit/pretrained/
 # Written by tools/export_pretrained.py when the model was exported; it prints this digest.
-PRETRAINED_SHA256 = "0000000000000000000000000000000000000000000000000000000000000000"
+PRETRAINED_SHA256 = "f95f1e38af3b19cdb7ec1e77833d4ed0aab532db715c26cfcabee77d636abe18"
 
 
 def pretrained_path() -> Path:
