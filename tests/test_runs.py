@@ -20,14 +20,10 @@ from transformer_lit.data import Verse, encode_pairs, train_tokenizer, version_p
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.training import TrainSettings, fit, load_checkpoint, make_optimizer
 
+from test_cli import ENGLISH, FRENCH   # the same six sentence pairs
+
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 
-ENGLISH = ["In the beginning God created the heavens and the earth.", "The earth was formless and empty.",
-           "God said, Let there be light, and there was light.", "God saw the light, and saw that it was good.",
-           "The king said to Daniel, Your God is the God of gods.", "Naomi said to Ruth, Go, my daughter."]
-FRENCH = ["Au commencement, Dieu créa les cieux et la terre.", "La terre était informe et vide.",
-          "Dieu dit: Que la lumière soit! Et la lumière fut.", "Dieu vit que la lumière était bonne.",
-          "Le roi dit à Daniel: Votre Dieu est le Dieu des dieux.", "Naomi dit à Ruth: Va, ma fille."]
 VERSES = [Verse(book, 1, v, {"4": ENGLISH[v % 6], "k": ENGLISH[(v + 1) % 6], "3": ENGLISH[v % 6].lower(),
                              "l": FRENCH[v % 6], "5": FRENCH[(v + 2) % 6]})
           for book in (1, 2, 17, 8) for v in range(1, 13)]
