@@ -228,3 +228,12 @@ def test_after_kill_9_the_last_checkpoint_resumes(cache, tmp_path):
     done = train("--steps", str(step + 2), "--out", str(out), "--resume", "--quiet", "--bleu-sentences", "0")
     assert done.returncode == 0, done.stderr
     assert not list(out.glob(".*.tmp"))
+
+
+def test_a_batch_budget_below_the_longest_pair_is_refused_and_not_saved(cache, tmp_path):
+    out = tmp_path / "run"
+    assert train(*TINY, "--steps", "2", "--out", str(out)).returncode == 0
+    before = (out / "checkpoint.pt").read_bytes()
+    one_line_error(train("--steps", "4", "--out", str(out), "--resume", "--max-tokens", "10"), "--max-tokens 10")
+    assert (out / "checkpoint.pt").read_bytes() == before   # the bad setting was not written
+    assert train("--steps", "4", "--out", str(out), "--resume", "--quiet", "--bleu-sentences", "0").returncode == 0

@@ -282,6 +282,10 @@ def run_train(args: argparse.Namespace) -> int:
         length = model.config.max_len
         train, _ = encode_pairs(version_pairs(splits["train"], args.english, args.french), tokenizer, length)
         valid, _ = encode_pairs(version_pairs(splits["valid"], args.english[:1], args.french), tokenizer, length)
+        longest = max(max(len(e.src), len(e.tgt)) + 1 for e in train + valid)
+        if settings.max_tokens < longest:   # checked before training, so nothing is saved with it
+            raise CliError(f"--max-tokens {settings.max_tokens} is smaller than the longest pair "
+                           f"({longest} tokens); give at least {longest}")
         model.to(device)
         optimizer = make_optimizer(model, settings)
         if optimizer_state is not None:
