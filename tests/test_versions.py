@@ -110,7 +110,7 @@ def test_every_text_left_out_is_reported_with_its_version(extracted):
     assert 'o' not in {c for v in verses for c in v.texts}
 
 
-def test_version_pairs_are_every_combination_present(extracted):
+def test_version_pairs_are_every_combination_present(db, extracted):
     verses, _ = extracted
     pairs = version_pairs(verses, ("4", "k"), ("l", "5"))
     ruth = [p for p in pairs if p[:3] == (8, 1, 1)]
@@ -118,15 +118,7 @@ def test_version_pairs_are_every_combination_present(extracted):
     assert len([p for p in pairs if p[:3] == (44, 8, 37)]) == 2   # WEB has a placeholder there
     assert not [p for p in pairs if p[:3] == (19, 13, 1) and p.fr.startswith("Au chef")]
     # the first versions reproduce the WEB-LSG pairs of extract_pairs
-    assert version_pairs(verses, ("4",), ("l",)) == extract_pairs(Path(extracted_db_path[0]))[0]
-
-
-extracted_db_path: list[str] = []
-
-
-@pytest.fixture(autouse=True)
-def _remember_db(db):
-    extracted_db_path[:] = [str(db)]
+    assert version_pairs(verses, ("4",), ("l",)) == extract_pairs(db)[0]
 
 
 def test_held_out_books_stay_out_in_every_wording(extracted):
