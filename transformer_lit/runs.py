@@ -59,6 +59,7 @@ def start(device_type: str) -> World:
 def stop(world: World) -> None:
     "Leave the process group, if start joined one."
     if world.size > 1 and dist.is_initialized():
+        dist.barrier()   # leave together: a rank that tears down gloo first can abort its peer
         dist.destroy_process_group()
 
 # %% ../nbs/09b_runs.ipynb #a6adc4b0
