@@ -17,44 +17,58 @@ __all__ = ['check_mask', 'open_empty_rows', 'attention_weights', 'scaled_dot_pro
 
 # %% ../nbs/02_attention.ipynb #cf63ac32
 def check_mask(mask: Tensor, shape: tuple[int, ...]) -> None:
-    "Raise unless `mask` is bool and (Tq, Tk) or, per dimension of the scores' `shape`, 1 or full size."
+    """Raise unless `mask` is bool and (Tq, Tk) or, per dimension of the scores'
+    `shape`, 1 or full size."""
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
         raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}")
     sizes_fit = all(m in (1, s) for m, s in zip(mask.shape[::-1], shape[::-1]))
     if mask.dim() not in (2, len(shape)) or not sizes_fit:
         raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores {tuple(shape)}: "
-            f"give (Tq, Tk) or {len(shape)} dimensions, each 1 or full size, e.g. (B, 1, Tq, Tk); "
-            "a padding mask (B, S) must be (B, 1, 1, S), as padding_mask (chapter 03) returns it")
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores "
+                f"{tuple(shape)}: "
+            f"give (Tq, Tk) or {len(shape)} dimensions, each 1 or full size, e.g. "
+                f"(B, 1, Tq, Tk); "
+            "a padding mask (B, S) must be (B, 1, 1, S), as padding_mask (chapter "
+                "03) returns it"
+        )
 
 # %% ../nbs/02_attention.ipynb #11d477d2
 def open_empty_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
-    "Open rows with no allowed key to every key (keeps softmax finite); also return has_key (..., Tq, 1)."
+    """Open rows with no allowed key to every key (keeps softmax finite); also return
+    has_key (..., Tq, 1)."""
     has_key = mask.any(dim=-1, keepdim=True)  # (..., Tq, Tk) -> (..., Tq, 1)
     return mask | ~has_key, has_key
 
 # %% ../nbs/02_attention.ipynb #bda1c510
 def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tensor:
-    "softmax(q k^T / sqrt(d_k)) over allowed keys: q (..., Tq, Dk), k (..., Tk, Dk) -> (..., Tq, Tk)."
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., Tq, Dk) @ (..., Dk, Tk)
+    """softmax(q k^T / sqrt(d_k)) over allowed keys: q (..., Tq, Dk), k (..., Tk, Dk) ->
+    (..., Tq, Tk)."""
+    # (..., Tq, Dk) @ (..., Dk, Tk)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is None:
         return scores.softmax(dim=-1)
     check_mask(mask, scores.shape)
     allowed, has_key = open_empty_rows(mask)
     weights = scores.masked_fill(~allowed, float("-inf")).softmax(dim=-1)
-    return weights.masked_fill(~has_key, 0.0)  # a query with no allowed key gets all-zero weights
+    # a query with no allowed key gets all-zero weights
+    return weights.masked_fill(~has_key, 0.0)
 
 # %% ../nbs/02_attention.ipynb #80c64f78
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor,
                                  mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    "Eq. 1: q (..., Tq, Dk), k (..., Tk, Dk), v (..., Tk, Dv) -> (out (..., Tq, Dv), weights (..., Tq, Tk))."
+    """Eq. 1: q (..., Tq, Dk), k (..., Tk, Dk), v (..., Tk, Dv) -> (out (..., Tq, Dv),
+    weights (..., Tq, Tk))."""
     if q.dim() < 2 or k.dim() < 2 or q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must be (..., T, Dk) with the same Dk, "
-                         f"got q {tuple(q.shape)}, k {tuple(k.shape)}")
+        raise ValueError(
+            f"q and k must be (..., T, Dk) with the same Dk, "
+            f"got q {tuple(q.shape)}, k {tuple(k.shape)}"
+        )
     if v.dim() < 2 or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length Tk (dim -2), "
-                         f"got k {tuple(k.shape)}, v {tuple(v.shape)}")
+        raise ValueError(
+            f"k and v must have the same length Tk (dim -2), "
+            f"got k {tuple(k.shape)}, v {tuple(v.shape)}"
+        )
     weights = attention_weights(q, k, mask)
     return weights @ v, weights  # (..., Tq, Tk) @ (..., Tk, Dv) -> (..., Tq, Dv)
 
@@ -69,17 +83,21 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
 def merge_heads(x: Tensor) -> Tensor:
     "(B, H, T, Dh) -> (B, T, D): the Concat of §3.2.2."
     B, H, T, Dh = x.shape
-    return x.transpose(1, 2).reshape(B, T, H * Dh)  # (B, H, T, Dh) -> (B, T, H, Dh) -> (B, T, D)
+    # (B, H, T, Dh) -> (B, T, H, Dh) -> (B, T, D)
+    return x.transpose(1, 2).reshape(B, T, H * Dh)
 
 # %% ../nbs/02_attention.ipynb #61bc8f86
 def fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
                     dropout_p: float = 0.0) -> Tensor:
-    "Eq. 1 through PyTorch's fused kernel, zeros for queries with no allowed key: -> (..., Tq, Dv)."
+    """Eq. 1 through PyTorch's fused kernel, zeros for queries with no allowed key: ->
+    (..., Tq, Dv)."""
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
     check_mask(mask, (*q.shape[:-1], k.shape[-2]))
     allowed, has_key = open_empty_rows(mask)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout_p)
+    out = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=allowed, dropout_p=dropout_p
+    )
     return out.masked_fill(~has_key, 0.0)
 
 # %% ../nbs/02_attention.ipynb #d01f862b
@@ -87,78 +105,141 @@ def check_qkv(query: Tensor, key: Tensor, value: Tensor, d_model: int) -> None:
     "Raise unless query is (B, Tq, D) and key, value are (B, Tk, D), with D = d_model."
     for name, x in (("query", query), ("key", key), ("value", value)):
         if not isinstance(x, Tensor):
-            raise TypeError(f"{name} must be a tensor of shape (B, T, D), got {type(x).__name__}")
+            raise TypeError(
+                f"{name} must be a tensor of shape (B, T, D), got {type(x).__name__}"
+            )
         if x.dim() != 3 or x.shape[-1] != d_model:
-            raise ValueError(f"{name} must have shape (B, T, D) with D = d_model = {d_model}, "
-                             f"got {tuple(x.shape)}")
+            raise ValueError(
+                f"{name} must have shape (B, T, D) with D = d_model = {d_model}, "
+                f"got {tuple(x.shape)}"
+            )
     if key.shape[1] != value.shape[1]:
-        raise ValueError(f"key and value must have the same length Tk, got key {tuple(key.shape)}, "
-                         f"value {tuple(value.shape)}")
+        raise ValueError(
+            f"key and value must have the same length Tk, got key {tuple(key.shape)}, "
+            f"value {tuple(value.shape)}"
+        )
     if not query.shape[0] == key.shape[0] == value.shape[0]:
-        raise ValueError(f"query, key and value must have the same batch size B, got {query.shape[0]}, "
-                         f"{key.shape[0]}, {value.shape[0]}")
+        raise ValueError(
+            f"query, key and value must have the same batch size B, got "
+                f"{query.shape[0]}, "
+            f"{key.shape[0]}, {value.shape[0]}"
+        )
 
 # %% ../nbs/02_attention.ipynb #3f428172
 class MultiHeadAttention(nn.Module):
-    "Multi-head attention (§3.2.2): query (B, Tq, D), key and value (B, Tk, D) -> (B, Tq, D)."
+    """Multi-head attention (§3.2.2): query (B, Tq, D), key and value (B, Tk, D) -> (B,
+    Tq, D)."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
         super().__init__()
         if n_heads < 1 or d_model < 1 or d_model % n_heads:
-            raise ValueError(f"d_model (= {d_model}) must be a positive multiple of n_heads (= {n_heads})")
+            raise ValueError(
+                f"d_model (= {d_model}) must be a positive multiple of n_heads (= "
+                    f"{n_heads})"
+            )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.dropout = dropout  # on the attention weights, training mode only
-        self.q_proj, self.k_proj = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
-        self.v_proj, self.out_proj = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        self.q_proj, self.k_proj = (
+            nn.Linear(d_model, d_model),
+            nn.Linear(d_model, d_model),
+        )
+        self.v_proj, self.out_proj = (
+            nn.Linear(d_model, d_model),
+            nn.Linear(d_model, d_model),
+        )
 
-    def project_qkv(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        "Project and split into heads: -> q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H, Tk, Dh)."
-        if query is key and key is value:  # self-attention: one product with the three weights stacked
-            w = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (3D, D)
-            b = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])        # (3D,)
-            q, k, v = F.linear(query, w, b).chunk(3, dim=-1)                              # 3 x (B, T, D)
+    def project_qkv(
+        self, query: Tensor, key: Tensor, value: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Project and split into heads: -> q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H,
+        Tk, Dh)."""
+        # self-attention: one product with the three weights stacked
+        if query is key and key is value:
+            # (3D, D)
+            w = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
+            # (3D,)
+            b = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
+            q, k, v = F.linear(query, w, b).chunk(3, dim=-1)  # 3 x (B, T, D)
         else:
             q, k, v = self.q_proj(query), self.k_proj(key), self.v_proj(value)
-        return split_heads(q, self.n_heads), split_heads(k, self.n_heads), split_heads(v, self.n_heads)
+        return (
+            split_heads(q, self.n_heads),
+            split_heads(k, self.n_heads),
+            split_heads(v, self.n_heads),
+        )
 
-    def attend_heads(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
-                     need_weights: bool = False):
-        "Attend with projected q (B, H, Tq, Dh), k, v (B, H, Tk, Dh); merge, apply W^O: -> (B, Tq, D)."
+    def attend_heads(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+    ):
+        """Attend with projected q (B, H, Tq, Dh), k, v (B, H, Tk, Dh); merge, apply
+        W^O: -> (B, Tq, D)."""
         p = self.dropout if self.training else 0.0
         if need_weights:  # explicit path: keeps the weights (before dropout)
-            weights = attention_weights(q, k, mask)                      # (B, H, Tq, Tk)
-            heads = F.dropout(weights, p) @ v                            # (B, H, Tq, Tk) @ (B, H, Tk, Dh)
+            weights = attention_weights(q, k, mask)  # (B, H, Tq, Tk)
+            heads = F.dropout(weights, p) @ v  # (B, H, Tq, Tk) @ (B, H, Tk, Dh)
             return self.out_proj(merge_heads(heads)), weights
-        return self.out_proj(merge_heads(fused_attention(q, k, v, mask, p)))  # (B, H, Tq, Dh) -> (B, Tq, D)
+        # (B, H, Tq, Dh) -> (B, Tq, D)
+        return self.out_proj(merge_heads(fused_attention(q, k, v, mask, p)))
 
-    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
-                need_weights: bool = False):
-        "mask (True = may attend) broadcasts to (B, H, Tq, Tk) -> (B, Tq, D) [, weights (B, H, Tq, Tk)]."
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+    ):
+        """mask (True = may attend) broadcasts to (B, H, Tq, Tk) -> (B, Tq, D) [,
+        weights (B, H, Tq, Tk)]."""
         check_qkv(query, key, value, self.d_model)
-        B, Tq, D = query.shape   # key, value: (B, Tk, D)
+        B, Tq, D = query.shape  # key, value: (B, Tk, D)
         q, k, v = self.project_qkv(query, key, value)
         return self.attend_heads(q, k, v, mask, need_weights)
 
 # %% ../nbs/02_attention.ipynb #0678e6a0
 @torch.no_grad()
-def copy_from_torch_mha(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> MultiHeadAttention:
-    "Copy an nn.MultiheadAttention's weights (same D and H, with biases) into ours; returns ours."
+def copy_from_torch_mha(
+    ours: MultiHeadAttention, theirs: nn.MultiheadAttention
+) -> MultiHeadAttention:
+    """Copy an nn.MultiheadAttention's weights (same D and H, with biases) into ours;
+    returns ours."""
     if (theirs.embed_dim, theirs.num_heads) != (ours.d_model, ours.n_heads):
-        raise ValueError(f"theirs has (embed_dim, num_heads) = {(theirs.embed_dim, theirs.num_heads)}, "
-                         f"ours has (d_model, n_heads) = {(ours.d_model, ours.n_heads)}")
-    if theirs.in_proj_weight is None or theirs.in_proj_bias is None or theirs.bias_k is not None:
-        raise ValueError("theirs must have one stacked in_proj_weight, bias=True, add_bias_kv=False")
-    for proj, w, b in zip((ours.q_proj, ours.k_proj, ours.v_proj),
-                          theirs.in_proj_weight.chunk(3), theirs.in_proj_bias.chunk(3)):
-        proj.weight.copy_(w); proj.bias.copy_(b)
-    ours.out_proj.weight.copy_(theirs.out_proj.weight); ours.out_proj.bias.copy_(theirs.out_proj.bias)
+        raise ValueError(
+            f"theirs has (embed_dim, num_heads) = "
+                f"{(theirs.embed_dim, theirs.num_heads)}, "
+            f"ours has (d_model, n_heads) = {(ours.d_model, ours.n_heads)}"
+        )
+    if (
+        theirs.in_proj_weight is None
+        or theirs.in_proj_bias is None
+        or theirs.bias_k is not None
+    ):
+        raise ValueError(
+            "theirs must have one stacked in_proj_weight, bias=True, add_bias_kv=False"
+        )
+    for proj, w, b in zip(
+        (ours.q_proj, ours.k_proj, ours.v_proj),
+        theirs.in_proj_weight.chunk(3),
+        theirs.in_proj_bias.chunk(3),
+    ):
+        proj.weight.copy_(w)
+        proj.bias.copy_(b)
+    ours.out_proj.weight.copy_(theirs.out_proj.weight)
+    ours.out_proj.bias.copy_(theirs.out_proj.bias)
     return ours
 
 # %% ../nbs/02_attention.ipynb #5a8d07ef
 def to_torch_attn_mask(mask: Tensor, shape: tuple[int, int, int, int]) -> Tensor:
-    "Our mask (True = may attend) -> nn.MultiheadAttention's attn_mask (True = blocked), (B*H, Tq, Tk)."
+    """Our mask (True = may attend) -> nn.MultiheadAttention's attn_mask (True =
+    blocked), (B*H, Tq, Tk)."""
     B, H, Tq, Tk = shape
     check_mask(mask, shape)
-    return ~mask.expand(B, H, Tq, Tk).reshape(B * H, Tq, Tk)  # invert: theirs, True = blocked
+    # invert: theirs, True = blocked
+    return ~mask.expand(B, H, Tq, Tk).reshape(B * H, Tq, Tk)

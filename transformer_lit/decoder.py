@@ -18,50 +18,100 @@ __all__ = ['DecoderLayer', 'copy_from_torch_decoder_layer', 'Decoder']
 
 # %% ../nbs/07_decoder.ipynb #91ce0a3b
 class DecoderLayer(nn.Module):
-    "Masked self-attn, cross-attn over memory, FFN, each in residual + LayerNorm: y (B, T, D), memory (B, S, D) -> (B, T, D)."
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
+    """Masked self-attn, cross-attn over memory, FFN, each in residual + LayerNorm: y
+    (B, T, D), memory (B, S, D) -> (B, T, D)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+    ):
         super().__init__()
         _check_layer_sizes(d_model=d_model, n_heads=n_heads, d_ff=d_ff)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.ffn = FeedForward(d_model, d_ff, dropout)
-        self.self_res, self.cross_res, self.ffn_res = (ResidualNorm(d_model, dropout, norm_first) for _ in range(3))
+        self.self_res, self.cross_res, self.ffn_res = (
+            ResidualNorm(d_model, dropout, norm_first) for _ in range(3)
+        )
 
-    def forward(self, y: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
-                memory_mask: Tensor | None = None) -> Tensor:
-        "tgt_mask: e.g. causal_mask(T) (T, T); memory_mask: e.g. padding_mask(src) (B, 1, 1, S); True = may attend."
-        B, T, D = y.shape   # memory: (B, S, D)
-        y = self.self_res(y, lambda h: self.self_attn(h, h, h, mask=tgt_mask))               # (B, T, D)
-        y = self.cross_res(y, lambda h: self.cross_attn(h, memory, memory, mask=memory_mask))  # (B, T, D)
-        return self.ffn_res(y, self.ffn)                                                       # (B, T, D)
+    def forward(
+        self,
+        y: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+    ) -> Tensor:
+        """tgt_mask: e.g. causal_mask(T) (T, T); memory_mask: e.g. padding_mask(src) (B,
+        1, 1, S); True = may attend."""
+        B, T, D = y.shape  # memory: (B, S, D)
+        # (B, T, D)
+        y = self.self_res(y, lambda h: self.self_attn(h, h, h, mask=tgt_mask))
+        # (B, T, D)
+        y = self.cross_res(
+            y, lambda h: self.cross_attn(h, memory, memory, mask=memory_mask)
+        )
+        return self.ffn_res(y, self.ffn)  # (B, T, D)
 
 # %% ../nbs/07_decoder.ipynb #83e29039
 @torch.no_grad()
-def copy_from_torch_decoder_layer(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer) -> DecoderLayer:
-    "Copy an nn.TransformerDecoderLayer's weights (same sizes and norm_first, ReLU) into ours; returns ours."
+def copy_from_torch_decoder_layer(
+    ours: DecoderLayer, theirs: nn.TransformerDecoderLayer
+) -> DecoderLayer:
+    """Copy an nn.TransformerDecoderLayer's weights (same sizes and norm_first, ReLU)
+    into ours; returns ours."""
     _check_torch_layer(theirs, ours.self_res.norm_first)
     copy_from_torch_mha(ours.self_attn, theirs.self_attn)
     copy_from_torch_mha(ours.cross_attn, theirs.multihead_attn)
-    ours.ffn.load_state_dict({f"{lin}.{p}": getattr(getattr(theirs, lin), p)
-                              for lin in ("linear1", "linear2") for p in ("weight", "bias")})
-    for res, norm in ((ours.self_res, theirs.norm1), (ours.cross_res, theirs.norm2), (ours.ffn_res, theirs.norm3)):
+    ours.ffn.load_state_dict(
+        {
+            f"{lin}.{p}": getattr(getattr(theirs, lin), p)
+            for lin in ("linear1", "linear2")
+            for p in ("weight", "bias")
+        }
+    )
+    for res, norm in (
+        (ours.self_res, theirs.norm1),
+        (ours.cross_res, theirs.norm2),
+        (ours.ffn_res, theirs.norm3),
+    ):
         res.norm.load_state_dict(norm.state_dict())
         res.norm.eps = norm.eps
     return ours
 
 # %% ../nbs/07_decoder.ipynb #afe29520
 class Decoder(nn.Module):
-    "N decoder layers (plus a final LayerNorm when norm_first): y (B, T, D), memory (B, S, D) -> (B, T, D)."
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False):
+    """N decoder layers (plus a final LayerNorm when norm_first): y (B, T, D), memory
+    (B, S, D) -> (B, T, D)."""
+
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+    ):
         super().__init__()
         _check_layer_sizes(n_layers)
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
-                                    for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
+            for _ in range(n_layers)
+        )
         self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
 
-    def forward(self, y: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
-                memory_mask: Tensor | None = None) -> Tensor:
+    def forward(
+        self,
+        y: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+    ) -> Tensor:
         for layer in self.layers:
-            y = layer(y, memory, tgt_mask, memory_mask)   # every layer reads the same final memory
-        return self.norm(y)                               # (B, T, D)
+            # every layer reads the same final memory
+            y = layer(y, memory, tgt_mask, memory_mask)
+        return self.norm(y)  # (B, T, D)

@@ -27,37 +27,62 @@ def _check_layer_sizes(n_layers: int | None = None, **sizes: int) -> None:
 
 # %% ../nbs/06_encoder.ipynb #73b4269b
 class EncoderLayer(nn.Module):
-    "Self-attention then feed-forward, each inside a residual + LayerNorm: x (B, S, D) -> (B, S, D)."
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
+    """Self-attention then feed-forward, each inside a residual + LayerNorm: x (B, S, D)
+    -> (B, S, D)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+    ):
         super().__init__()
         _check_layer_sizes(d_model=d_model, n_heads=n_heads, d_ff=d_ff)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.ffn = FeedForward(d_model, d_ff, dropout)
-        self.attn_res = ResidualNorm(d_model, dropout, norm_first)   # §3.1: LayerNorm(x + Sublayer(x))
+        # §3.1: LayerNorm(x + Sublayer(x))
+        self.attn_res = ResidualNorm(d_model, dropout, norm_first)
         self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
-        "src_mask: bool, True = may attend, broadcastable to (B, H, S, S), e.g. padding_mask (B, 1, 1, S)."
+        """src_mask: bool, True = may attend, broadcastable to (B, H, S, S), e.g.
+        padding_mask (B, 1, 1, S)."""
         B, S, D = x.shape
-        x = self.attn_res(x, lambda h: self.self_attn(h, h, h, mask=src_mask))  # (B, S, D), bidirectional
-        return self.ffn_res(x, self.ffn)                                          # (B, S, D), position-wise
+        # (B, S, D), bidirectional
+        x = self.attn_res(x, lambda h: self.self_attn(h, h, h, mask=src_mask))
+        return self.ffn_res(x, self.ffn)  # (B, S, D), position-wise
 
 # %% ../nbs/06_encoder.ipynb #3aab6726
 def _check_torch_layer(theirs: nn.Module, norm_first: bool) -> None:
-    "Raise unless a PyTorch encoder/decoder layer has our norm placement and the paper's ReLU."
+    """Raise unless a PyTorch encoder/decoder layer has our norm placement and the
+    paper's ReLU."""
     if theirs.norm_first != norm_first:
-        raise ValueError(f"norm_first differs: theirs {theirs.norm_first}, ours {norm_first}")
+        raise ValueError(
+            f"norm_first differs: theirs {theirs.norm_first}, ours {norm_first}"
+        )
     if not (theirs.activation is F.relu or isinstance(theirs.activation, nn.ReLU)):
-        raise ValueError(f"theirs uses activation {theirs.activation!r}; ours is the paper's ReLU")
+        raise ValueError(
+            f"theirs uses activation {theirs.activation!r}; ours is the paper's ReLU"
+        )
 
 # %% ../nbs/06_encoder.ipynb #813e656b
 @torch.no_grad()
-def copy_from_torch_encoder_layer(ours: EncoderLayer, theirs: nn.TransformerEncoderLayer) -> EncoderLayer:
-    "Copy an nn.TransformerEncoderLayer's weights (same sizes and norm_first, ReLU) into ours; returns ours."
+def copy_from_torch_encoder_layer(
+    ours: EncoderLayer, theirs: nn.TransformerEncoderLayer
+) -> EncoderLayer:
+    """Copy an nn.TransformerEncoderLayer's weights (same sizes and norm_first, ReLU)
+    into ours; returns ours."""
     _check_torch_layer(theirs, ours.attn_res.norm_first)
     copy_from_torch_mha(ours.self_attn, theirs.self_attn)
-    ours.ffn.load_state_dict({f"{lin}.{p}": getattr(getattr(theirs, lin), p)
-                              for lin in ("linear1", "linear2") for p in ("weight", "bias")})
+    ours.ffn.load_state_dict(
+        {
+            f"{lin}.{p}": getattr(getattr(theirs, lin), p)
+            for lin in ("linear1", "linear2")
+            for p in ("weight", "bias")
+        }
+    )
     for res, norm in ((ours.attn_res, theirs.norm1), (ours.ffn_res, theirs.norm2)):
         res.norm.load_state_dict(norm.state_dict())
         res.norm.eps = norm.eps
@@ -65,17 +90,29 @@ def copy_from_torch_encoder_layer(ours: EncoderLayer, theirs: nn.TransformerEnco
 
 # %% ../nbs/06_encoder.ipynb #a4d97a66
 class Encoder(nn.Module):
-    "N encoder layers (plus a final LayerNorm when norm_first): x (B, S, D) -> memory (B, S, D)."
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False):
+    """N encoder layers (plus a final LayerNorm when norm_first): x (B, S, D) -> memory
+    (B, S, D)."""
+
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+    ):
         super().__init__()
         _check_layer_sizes(n_layers)
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
-                                    for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
+            for _ in range(n_layers)
+        )
         self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
-        "src_mask: bool, True = may attend, e.g. padding_mask(src, pad_id) of shape (B, 1, 1, S)."
+        """src_mask: bool, True = may attend, e.g. padding_mask(src, pad_id) of shape
+        (B, 1, 1, S)."""
         for layer in self.layers:
-            x = layer(x, src_mask)   # (B, S, D) -> (B, S, D)
+            x = layer(x, src_mask)  # (B, S, D) -> (B, S, D)
         return self.norm(x)

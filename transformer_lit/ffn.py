@@ -16,26 +16,32 @@ _ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}   # "relu" is the paper's choi
 
 # %% ../nbs/05_feed_forward.ipynb #4fd97415
 class FeedForward(nn.Module):
-    "Position-wise FFN of §3.3, linear2(dropout(activation(linear1(x)))): (..., D) -> (..., D)."
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1,
-                 activation: str = "relu"):
+    """Position-wise FFN of §3.3, linear2(dropout(activation(linear1(x)))): (..., D) ->
+    (..., D)."""
+
+    def __init__(
+        self, d_model: int, d_ff: int, dropout: float = 0.1, activation: str = "relu"
+    ):
         super().__init__()
         for name, value in (("d_model", d_model), ("d_ff", d_ff)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not isinstance(activation, str) or activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, "
-                             f"got {activation!r}")
+            raise ValueError(
+                f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}"
+            )
         self.d_model, self.d_ff = d_model, d_ff
-        self.linear1 = nn.Linear(d_model, d_ff)    # x W1 + b1; weight is W1^T, (F, D)
+        self.linear1 = nn.Linear(d_model, d_ff)  # x W1 + b1; weight is W1^T, (F, D)
         self.activation = _ACTIVATIONS[activation]()
-        self.dropout = nn.Dropout(dropout)         # hidden units only, as in PyTorch's layer
-        self.linear2 = nn.Linear(d_ff, d_model)    # h W2 + b2; weight is W2^T, (D, F)
+        self.dropout = nn.Dropout(dropout)  # hidden units only, as in PyTorch's layer
+        self.linear2 = nn.Linear(d_ff, d_model)  # h W2 + b2; weight is W2^T, (D, F)
 
     def forward(self, x: Tensor) -> Tensor:
         if x.dim() == 0 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have shape (..., d_model={self.d_model}), e.g. (B, T, D); "
-                             f"got {tuple(x.shape)}")
-        *_, D = x.shape                         # any leading dims: (B, T, D), (B, D), ...
-        h = self.dropout(self.activation(self.linear1(x)))    # (..., D) -> (..., F)
-        return self.linear2(h)                                # (..., F) -> (..., D)
+            raise ValueError(
+                f"x must have shape (..., d_model={self.d_model}), e.g. (B, T, D); "
+                f"got {tuple(x.shape)}"
+            )
+        *_, D = x.shape  # any leading dims: (B, T, D), (B, D), ...
+        h = self.dropout(self.activation(self.linear1(x)))  # (..., D) -> (..., F)
+        return self.linear2(h)  # (..., F) -> (..., D)

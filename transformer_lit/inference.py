@@ -25,32 +25,57 @@ __all__ = ['KVCache', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_
 
 # %% ../nbs/10_inference.ipynb #5b5cd812
 class KVCache:
-    "Each decoder layer's keys/values: self (L, B, H, Tmax, Dh) one slot per step; cross (L, B, H, S, Dh) once."
-    def __init__(self, cross_k: Tensor, cross_v: Tensor, memory_mask: Tensor | None, max_len: int, static: bool = False):
+    """Each decoder layer's keys/values: self (L, B, H, Tmax, Dh) one slot per step;
+    cross (L, B, H, S, Dh) once."""
+
+    def __init__(
+        self,
+        cross_k: Tensor,
+        cross_v: Tensor,
+        memory_mask: Tensor | None,
+        max_len: int,
+        static: bool = False,
+    ):
         if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
-            raise ValueError(f"max_len must be a positive int (slots per sequence), got {max_len!r}")
+            raise ValueError(
+                f"max_len must be a positive int (slots per sequence), got {max_len!r}"
+            )
         L, B, H, S, Dh = cross_k.shape
-        self.cross_k, self.cross_v = cross_k, cross_v               # (L, B, H, S, Dh), from the memory
-        self.memory_mask = memory_mask                             # (B, 1, 1, S), True = real token; or None
-        self.self_k = cross_k.new_zeros(L, B, H, max_len, Dh)     # zeros: the static mode reads the tail
-        self.self_v = torch.zeros_like(self.self_k)                # (L, B, H, Tmax, Dh)
-        self.slots = torch.arange(max_len, device=cross_k.device)  # (Tmax,) for the static mask
-        self.position = torch.zeros((), dtype=torch.long, device=cross_k.device)   # next slot, on the device
-        self.length, self.static = 0, static                       # filled slots, as a Python int
+        # (L, B, H, S, Dh), from the memory
+        self.cross_k, self.cross_v = cross_k, cross_v
+        self.memory_mask = memory_mask  # (B, 1, 1, S), True = real token; or None
+        # zeros: the static mode reads the tail
+        self.self_k = cross_k.new_zeros(L, B, H, max_len, Dh)
+        self.self_v = torch.zeros_like(self.self_k)  # (L, B, H, Tmax, Dh)
+        # (Tmax,) for the static mask
+        self.slots = torch.arange(max_len, device=cross_k.device)
+        # next slot, on the device
+        self.position = torch.zeros((), dtype=torch.long, device=cross_k.device)
+        self.length, self.static = 0, static  # filled slots, as a Python int
 
     @property
     def max_len(self) -> int:
         return self.self_k.shape[3]
 
-    def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
-        "Write k, v (B, H, 1, Dh) into the current slot; return keys, values (B, H, t+1 or Tmax, Dh) and mask."
+    def update(
+        self, layer: int, k: Tensor, v: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Write k, v (B, H, 1, Dh) into the current slot; return keys, values (B, H,
+        t+1 or Tmax, Dh) and mask."""
         if self.length >= self.max_len:
-            raise ValueError(f"the cache is full: all max_len = {self.max_len} slots are written")
-        self.self_k[layer].index_copy_(2, self.position.view(1), k)   # in place: no allocation, no copy
+            raise ValueError(
+                f"the cache is full: all max_len = {self.max_len} slots are written"
+            )
+        # in place: no allocation, no copy
+        self.self_k[layer].index_copy_(2, self.position.view(1), k)
         self.self_v[layer].index_copy_(2, self.position.view(1), v)
-        if self.static:   # all slots, later ones masked: the same shapes at every step
-            return self.self_k[layer], self.self_v[layer], (self.slots <= self.position).view(1, 1, 1, -1)
-        t = self.length + 1   # the filled prefix only; the tail is never read
+        if self.static:  # all slots, later ones masked: the same shapes at every step
+            return (
+                self.self_k[layer],
+                self.self_v[layer],
+                (self.slots <= self.position).view(1, 1, 1, -1),
+            )
+        t = self.length + 1  # the filled prefix only; the tail is never read
         return self.self_k[layer, :, :, :t], self.self_v[layer, :, :, :t], None
 
     def advance(self) -> None:
@@ -59,68 +84,111 @@ class KVCache:
         self.position += 1
 
     def reorder(self, index: Tensor) -> None:
-        "Keep rows `index` (B',) of every tensor, e.g. the beams that survive; B' may differ from B."
+        """Keep rows `index` (B',) of every tensor, e.g. the beams that survive; B' may
+        differ from B."""
         for name in ("self_k", "self_v", "cross_k", "cross_v"):
-            setattr(self, name, getattr(self, name).index_select(1, index))   # (L, B, ...) -> (L, B', ...)
+            # (L, B, ...) -> (L, B', ...)
+            setattr(self, name, getattr(self, name).index_select(1, index))
         if self.memory_mask is not None:
-            self.memory_mask = self.memory_mask.index_select(0, index)      # (B, 1, 1, S) -> (B', 1, 1, S)
+            # (B, 1, 1, S) -> (B', 1, 1, S)
+            self.memory_mask = self.memory_mask.index_select(0, index)
 
     def nbytes(self) -> dict[str, int]:
         "Bytes held by the self-attention and by the cross-attention tensors."
-        return {"self": self.self_k.nbytes + self.self_v.nbytes, "cross": self.cross_k.nbytes + self.cross_v.nbytes}
+        return {
+            "self": self.self_k.nbytes + self.self_v.nbytes,
+            "cross": self.cross_k.nbytes + self.cross_v.nbytes,
+        }
 
 # %% ../nbs/10_inference.ipynb #35281bc7
 @torch.no_grad()
-def new_cache(model: Transformer, memory: Tensor, src: Tensor, max_len: int, static: bool = False) -> KVCache:
-    "Project memory (B, S, D) to every layer's cross-attention keys/values once; max_len empty self slots."
-    if isinstance(max_len, bool) or not isinstance(max_len, int) or not 1 <= max_len <= model.config.max_len:
-        raise ValueError(f"max_len must be an int in [1, config.max_len = {model.config.max_len}], got {max_len!r}")
+def new_cache(
+    model: Transformer, memory: Tensor, src: Tensor, max_len: int, static: bool = False
+) -> KVCache:
+    """Project memory (B, S, D) to every layer's cross-attention keys/values once;
+    max_len empty self slots."""
+    if (
+        isinstance(max_len, bool)
+        or not isinstance(max_len, int)
+        or not 1 <= max_len <= model.config.max_len
+    ):
+        raise ValueError(
+            f"max_len must be an int in [1, config.max_len = "
+                f"{model.config.max_len}], got {max_len!r}"
+        )
     H, keys, values = model.config.n_heads, [], []
     for layer in model.decoder.layers:
         attn = layer.cross_attn
-        keys.append(split_heads(attn.k_proj(memory), H))     # (B, S, D) -> (B, H, S, Dh)
+        keys.append(split_heads(attn.k_proj(memory), H))  # (B, S, D) -> (B, H, S, Dh)
         values.append(split_heads(attn.v_proj(memory), H))
-    mask = padding_mask(src, model.config.pad_id)           # (B, 1, 1, S)
-    if mask.device.type != "meta" and bool(mask.all()):     # no padding at all: skip the masking work
-        mask = None                                          # (meta tensors, shapes only, keep the mask)
-    return KVCache(torch.stack(keys), torch.stack(values), mask, max_len, static)   # (L, B, H, S, Dh)
+    mask = padding_mask(src, model.config.pad_id)  # (B, 1, 1, S)
+    # no padding at all: skip the masking work
+    if mask.device.type != "meta" and bool(mask.all()):
+        mask = None  # (meta tensors, shapes only, keep the mask)
+    # (L, B, H, S, Dh)
+    return KVCache(torch.stack(keys), torch.stack(values), mask, max_len, static)
 
 # %% ../nbs/10_inference.ipynb #3bc1822f
-def _self_attention_step(attn: MultiHeadAttention, h: Tensor, cache: KVCache, layer: int) -> Tensor:
-    "Masked self-attention for the newest position: h (B, 1, D) -> (B, 1, D); writes its k, v into the cache."
-    q, k, v = (split_heads(proj(h), attn.n_heads) for proj in (attn.q_proj, attn.k_proj, attn.v_proj))  # (B, H, 1, Dh)
-    keys, values, mask = cache.update(layer, k, v)        # (B, H, t+1 or Tmax, Dh)
-    return attn.attend_heads(q, keys, values, mask)       # (B, 1, D)
+def _self_attention_step(
+    attn: MultiHeadAttention, h: Tensor, cache: KVCache, layer: int
+) -> Tensor:
+    """Masked self-attention for the newest position: h (B, 1, D) -> (B, 1, D); writes
+    its k, v into the cache."""
+    # (B, H, 1, Dh)
+    q, k, v = (
+        split_heads(proj(h), attn.n_heads)
+        for proj in (attn.q_proj, attn.k_proj, attn.v_proj)
+    )
+    keys, values, mask = cache.update(layer, k, v)  # (B, H, t+1 or Tmax, Dh)
+    return attn.attend_heads(q, keys, values, mask)  # (B, 1, D)
 
 # %% ../nbs/10_inference.ipynb #619dadf6
-def _cross_attention_step(attn: MultiHeadAttention, h: Tensor, cache: KVCache, layer: int) -> Tensor:
-    "Cross-attention for the newest position: h (B, 1, D) -> (B, 1, D); the memory is not projected again."
-    q = split_heads(attn.q_proj(h), attn.n_heads)          # (B, 1, D) -> (B, H, 1, Dh)
-    return attn.attend_heads(q, cache.cross_k[layer], cache.cross_v[layer], cache.memory_mask)   # (B, 1, D)
+def _cross_attention_step(
+    attn: MultiHeadAttention, h: Tensor, cache: KVCache, layer: int
+) -> Tensor:
+    """Cross-attention for the newest position: h (B, 1, D) -> (B, 1, D); the memory is
+    not projected again."""
+    q = split_heads(attn.q_proj(h), attn.n_heads)  # (B, 1, D) -> (B, H, 1, Dh)
+    # (B, 1, D)
+    return attn.attend_heads(
+        q, cache.cross_k[layer], cache.cross_v[layer], cache.memory_mask
+    )
 
 # %% ../nbs/10_inference.ipynb #c9187153
 def _embed_step(model: Transformer, tokens: Tensor, cache: KVCache) -> Tensor:
-    "tokens (B, 1) at slot cache.length -> scaled embedding plus positional encoding (B, 1, D)."
-    x = model.tgt_embed(tokens) * math.sqrt(model.config.d_model)      # (B, 1) -> (B, 1, D)
-    if cache.static:   # position as a device tensor: no .item(), so the step can be graph-captured
-        pe = model.pos.pe.index_select(0, cache.position.view(1))      # (1, D), the table of chapter 01
+    """tokens (B, 1) at slot cache.length -> scaled embedding plus positional encoding
+    (B, 1, D)."""
+    x = model.tgt_embed(tokens) * math.sqrt(model.config.d_model)  # (B, 1) -> (B, 1, D)
+    # position as a device tensor: no .item(), so the step can be graph-captured
+    if cache.static:
+        # (1, D), the table of chapter 01
+        pe = model.pos.pe.index_select(0, cache.position.view(1))
         return model.pos.dropout(x + pe.to(x.dtype))
-    return model.pos(x, offset=cache.length)                           # (B, 1, D)
+    return model.pos(x, offset=cache.length)  # (B, 1, D)
 
 # %% ../nbs/10_inference.ipynb #0dfc58b3
 @torch.no_grad()
 def decode_step(model: Transformer, tokens: Tensor, cache: KVCache) -> Tensor:
-    "Feed each row's newest token, tokens (B, 1) at slot cache.length -> next-token logits (B, V)."
+    """Feed each row's newest token, tokens (B, 1) at slot cache.length -> next-token
+    logits (B, V)."""
     if tokens.dim() != 2 or tokens.shape != (cache.self_k.shape[1], 1):
-        raise ValueError(f"tokens must be (B, 1) with B = {cache.self_k.shape[1]} rows of the cache, got {tuple(tokens.shape)}")
+        raise ValueError(
+            f"tokens must be (B, 1) with B = {cache.self_k.shape[1]} rows of the "
+                f"cache, got {tuple(tokens.shape)}"
+        )
     B, _ = tokens.shape
-    y = _embed_step(model, tokens, cache)                                        # (B, 1, D)
+    y = _embed_step(model, tokens, cache)  # (B, 1, D)
     for i, layer in enumerate(model.decoder.layers):
-        y = layer.self_res(y, lambda h: _self_attention_step(layer.self_attn, h, cache, i))
-        y = layer.cross_res(y, lambda h: _cross_attention_step(layer.cross_attn, h, cache, i))
-        y = layer.ffn_res(y, layer.ffn)                                           # (B, 1, D)
+        y = layer.self_res(
+            y, lambda h: _self_attention_step(layer.self_attn, h, cache, i)
+        )
+        y = layer.cross_res(
+            y, lambda h: _cross_attention_step(layer.cross_attn, h, cache, i)
+        )
+        y = layer.ffn_res(y, layer.ffn)  # (B, 1, D)
     cache.advance()
-    return F.linear(model.decoder.norm(y)[:, 0], model.tgt_embed.weight)        # (B, D) @ (D, V) -> (B, V)
+    # (B, D) @ (D, V) -> (B, V)
+    return F.linear(model.decoder.norm(y)[:, 0], model.tgt_embed.weight)
 
 # %% ../nbs/10_inference.ipynb #c122b3a2
 def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id: int,
@@ -135,11 +203,20 @@ def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id:
                              f"per row, got {tuple(n.shape)} {n.dtype}")
         if rows and int(n.min()) < 0:
             raise ValueError(f"max_new_tokens must be >= 0, got {n.tolist()}")
-        max_new_tokens = int(n.max()) if rows else 0   # the largest, checked below
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
+        max_new_tokens = int(n.max()) if rows else 0  # the largest, checked below
+    if (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 0
+    ):
+        raise ValueError(
+            f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}"
+        )
     if max_new_tokens > model.config.max_len:
-        raise ValueError(f"max_new_tokens = {max_new_tokens} > config.max_len = {model.config.max_len}")
+        raise ValueError(
+            f"max_new_tokens = {max_new_tokens} > config.max_len = "
+                f"{model.config.max_len}"
+        )
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
         if value is None and name == "eos_id":
             continue
@@ -150,23 +227,25 @@ def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id:
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: Tensor, max_new_tokens: int, bos_id: int,
                   eos_id: int | None = None, use_cache: bool = True) -> Tensor:
-    "src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id are padded with pad_id after it."
+    """src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id
+    are padded with pad_id after it."""
     _check_decode_args(model, max_new_tokens, bos_id, eos_id)
     if not use_cache:
         return greedy_decode_uncached(model, src, max_new_tokens, bos_id, eos_id)
-    memory = model.encode(src)                                            # (B, S, D); checks src
+    memory = model.encode(src)  # (B, S, D); checks src
     B, pad = src.shape[0], model.config.pad_id
     out = torch.full((B, 1 + max_new_tokens), pad, dtype=torch.long, device=src.device)
     out[:, 0] = bos_id
     cache = new_cache(model, memory, src, max(max_new_tokens, 1))
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     for t in range(max_new_tokens):
-        next_id = decode_step(model, out[:, t:t + 1], cache).argmax(-1)   # (B, V) -> (B,)
-        out[:, t + 1] = next_id.masked_fill(done, pad)                    # finished rows only pad
+        # (B, V) -> (B,)
+        next_id = decode_step(model, out[:, t : t + 1], cache).argmax(-1)
+        out[:, t + 1] = next_id.masked_fill(done, pad)  # finished rows only pad
         if eos_id is not None:
             done |= next_id == eos_id
             if done.all():
-                return out[:, :t + 2]
+                return out[:, : t + 2]
     return out
 
 # %% ../nbs/10_inference.ipynb #a58781cd
@@ -175,29 +254,44 @@ def gnmt_length_penalty(length: Tensor, alpha: float) -> Tensor:
     return ((5.0 + length) / 6.0) ** alpha
 
 # %% ../nbs/10_inference.ipynb #1778368d
-def _select_beams(logp: Tensor, score: Tensor, length: Tensor, done: Tensor, pad_id: int, eos_id: int,
-                  alpha: float) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    "logp (B, k, V) of each beam's next token -> the k best candidates: origin, token, score, length, done (B, k)."
+def _select_beams(
+    logp: Tensor,
+    score: Tensor,
+    length: Tensor,
+    done: Tensor,
+    pad_id: int,
+    eos_id: int,
+    alpha: float,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """logp (B, k, V) of each beam's next token -> the k best candidates: origin, token,
+    score, length, done (B, k)."""
     B, k, V = logp.shape
-    frozen = logp.new_full((V,), float("-inf"))   # (V,) a finished beam's next token:
-    frozen[pad_id] = 0.0                           # padding only, at no cost
+    frozen = logp.new_full((V,), float("-inf"))  # (V,) a finished beam's next token:
+    frozen[pad_id] = 0.0  # padding only, at no cost
     logp = torch.where(done[..., None], frozen, logp)
-    total = score[..., None] + logp                                  # (B, k, V) summed log-probabilities
-    new_length = length + (~done).long()                             # (B, k) tokens written after this step
+    total = score[..., None] + logp  # (B, k, V) summed log-probabilities
+    new_length = length + (~done).long()  # (B, k) tokens written after this step
     ranked = total / gnmt_length_penalty(new_length, alpha)[..., None]
-    flat = ranked.view(B, k * V).topk(k, dim=-1).indices             # (B, k) into the k*V candidates
-    origin, token = flat // V, flat % V                              # parent beam, new token
+    # (B, k) into the k*V candidates
+    flat = ranked.view(B, k * V).topk(k, dim=-1).indices
+    origin, token = flat // V, flat % V  # parent beam, new token
     score = total.view(B, k * V).gather(1, flat)
     done = done.gather(1, origin)
     return origin, token, score, new_length.gather(1, origin), done | (token == eos_id)
 
 # %% ../nbs/10_inference.ipynb #e2c59a7e
-def _best_hypotheses(tokens: Tensor, score: Tensor, length: Tensor, alpha: float) -> list[Tensor]:
-    "tokens (B*k, 1 + n), score and length (B, k) -> per sentence the best beam, bos_id through eos_id."
+def _best_hypotheses(
+    tokens: Tensor, score: Tensor, length: Tensor, alpha: float
+) -> list[Tensor]:
+    """tokens (B*k, 1 + n), score and length (B, k) -> per sentence the best beam,
+    bos_id through eos_id."""
     B, k = score.shape
-    best = (score / gnmt_length_penalty(length, alpha)).argmax(-1)   # (B,)
+    best = (score / gnmt_length_penalty(length, alpha)).argmax(-1)  # (B,)
     rows = torch.arange(B, device=score.device) * k + best
-    return [tokens[r, : 1 + n] for r, n in zip(rows.tolist(), length[torch.arange(B), best].tolist())]
+    return [
+        tokens[r, : 1 + n]
+        for r, n in zip(rows.tolist(), length[torch.arange(B), best].tolist())
+    ]
 
 # %% ../nbs/10_inference.ipynb #5e0c7a31
 def _check_beam_args(model: Transformer, beam_size: int, length_penalty: float) -> None:
@@ -214,39 +308,46 @@ def _check_beam_args(model: Transformer, beam_size: int, length_penalty: float) 
 def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
                 max_new_tokens: int | Tensor = 100, bos_id: int = 1, eos_id: int = 2,
                 length_penalty: float = 0.6, use_cache: bool = True) -> list[Tensor]:
-    "src (B, S) -> per sentence the best hypothesis (1 + n,), bos_id first, by log P / ((5 + n) / 6) ** alpha."
+    """src (B, S) -> per sentence the best hypothesis (1 + n,), bos_id first, by log P /
+    ((5 + n) / 6) ** alpha."""
     _check_beam_args(model, beam_size, length_penalty)
-    memory = model.encode(src)                                                 # (B, S, D); checks src
+    memory = model.encode(src)  # (B, S, D); checks src
     (B, _), k, dev = src.shape, beam_size, src.device
     V, pad = model.config.tgt_vocab_size, model.config.pad_id
     _check_decode_args(model, max_new_tokens, bos_id, eos_id, rows=B)
-    budget = torch.as_tensor(max_new_tokens, device=dev).expand(B)   # (B,) budgets
-    n = int(budget.max()) if B else 0                                # the largest
-    beam_rows = torch.arange(B, device=dev).repeat_interleave(k)              # B -> B*k rows
+    budget = torch.as_tensor(max_new_tokens, device=dev).expand(B)  # (B,) budgets
+    n = int(budget.max()) if B else 0  # the largest
+    beam_rows = torch.arange(B, device=dev).repeat_interleave(k)  # B -> B*k rows
     if use_cache:
         cache = new_cache(model, memory, src, max(n, 1))
-        cache.reorder(beam_rows)                                               # cross K/V expand too
-    else:                                                                      # for comparison: the plain loop
+        cache.reorder(beam_rows)  # cross K/V expand too
+    else:  # for comparison: the plain loop
         memory, src = memory.index_select(0, beam_rows), src.index_select(0, beam_rows)
     tokens = torch.full((B * k, 1 + n), pad, dtype=torch.long, device=dev)
     tokens[:, 0] = bos_id
     score = torch.full((B, k), float("-inf"), device=dev)
-    score[:, 0] = 0.0                                                         # one live beam per sentence
-    length, done = torch.zeros(B, k, dtype=torch.long, device=dev), torch.zeros(B, k, dtype=torch.bool, device=dev)
+    score[:, 0] = 0.0  # one live beam per sentence
+    length, done = (
+        torch.zeros(B, k, dtype=torch.long, device=dev),
+        torch.zeros(B, k, dtype=torch.bool, device=dev),
+    )
     for t in range(n):
-        done = done | (budget <= t)[:, None]   # budget spent: all its beams frozen
+        done = done | (budget <= t)[:, None]  # budget spent: all its beams frozen
         if use_cache:
-            logits = decode_step(model, tokens[:, t:t + 1], cache)                # (B*k, V)
+            logits = decode_step(model, tokens[:, t : t + 1], cache)  # (B*k, V)
         else:
-            logits = model.decode(tokens[:, :t + 1], memory, src)[:, -1]          # whole prefix again
+            # whole prefix again
+            logits = model.decode(tokens[:, : t + 1], memory, src)[:, -1]
         logp = logits.float().log_softmax(-1).view(B, k, V)
-        origin, token, score, length, done = _select_beams(logp, score, length, done, model.config.pad_id,
-                                                           eos_id, length_penalty)
-        rows = (torch.arange(B, device=dev)[:, None] * k + origin).view(-1)  # (B*k,) parent rows
+        origin, token, score, length, done = _select_beams(
+            logp, score, length, done, model.config.pad_id, eos_id, length_penalty
+        )
+        # (B*k,) parent rows
+        rows = (torch.arange(B, device=dev)[:, None] * k + origin).view(-1)
         tokens = tokens.index_select(0, rows)
         tokens[:, t + 1] = token.view(-1)
         if use_cache:
-            cache.reorder(rows)                                                # every layer follows its parent
+            cache.reorder(rows)  # every layer follows its parent
         if done.all():
             break
     return _best_hypotheses(tokens, score, length, length_penalty)
@@ -279,20 +380,37 @@ def _row_limits(src: Tensor, n: int, pad_id: int) -> Tensor:
     return (m + m // 2 + 10).clamp(max=n)   # translate_batched's limit for it alone
 
 # %% ../nbs/10_inference.ipynb #078d0a15
-def translate(model: Transformer, tokenizer: SubwordTokenizer, sentences: Sequence[str], beam_size: int = 1,
-              use_cache: bool = True, batch_size: int = 64, length_penalty: float = 0.6) -> list[str]:
-    "English sentences -> French texts, in input order: greedy (beam_size=1) or beam search."
-    if isinstance(sentences, str):   # a str is a Sequence[str] too, of characters
-        raise ValueError("sentences must be a list of str, not a str: to translate "
-                         "one sentence, pass [sentence]")
+def translate(
+    model: Transformer,
+    tokenizer: SubwordTokenizer,
+    sentences: Sequence[str],
+    beam_size: int = 1,
+    use_cache: bool = True,
+    batch_size: int = 64,
+    length_penalty: float = 0.6,
+) -> list[str]:
+    """English sentences -> French texts, in input order: greedy (beam_size=1) or beam
+    search."""
+    if isinstance(sentences, str):  # a str is a Sequence[str] too, of characters
+        raise ValueError(
+            "sentences must be a list of str, not a str: to translate "
+            "one sentence, pass [sentence]"
+        )
     sentences = list(sentences)
-    _check_beam_args(model, beam_size, length_penalty)   # before any work, even for []
+    _check_beam_args(model, beam_size, length_penalty)  # before any work, even for []
     _warn_truncated(model, tokenizer, sentences)
     pad = model.config.pad_id
-    if beam_size == 1:   # greedy: a longer run, cut short, equals the shorter run
+    if beam_size == 1:  # greedy: a longer run, cut short, equals the shorter run
         decode = lambda src, n: greedy_decode(model, src, n, BOS_ID, EOS_ID, use_cache)
-    else:                # beam search: not so; each sentence stops at its own budget
-        decode = lambda src, n: beam_search(model, src, beam_size,
-                                            _row_limits(src, n, pad), BOS_ID, EOS_ID,
-                                            length_penalty, use_cache)
+    else:  # beam search: not so; each sentence stops at its own budget
+        decode = lambda src, n: beam_search(
+            model,
+            src,
+            beam_size,
+            _row_limits(src, n, pad),
+            BOS_ID,
+            EOS_ID,
+            length_penalty,
+            use_cache,
+        )
     return translate_batched(model, tokenizer, sentences, decode, batch_size)

@@ -33,124 +33,217 @@ class TransformerConfig:
     dropout: float = 0.1
     max_len: int = 1024
     pad_id: int = 0
-    share_embeddings: bool = False   # one matrix for source, target and output (§3.4); needs equal vocabularies
+    # one matrix for source, target and output (§3.4); needs equal vocabularies
+    share_embeddings: bool = False
     norm_first: bool = False         # False = post-norm, as in the paper
 
     def __post_init__(self):
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+        for name in (
+            "src_vocab_size",
+            "tgt_vocab_size",
+            "d_model",
+            "n_heads",
+            "n_layers",
+            "d_ff",
+            "max_len",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if self.d_model % self.n_heads:
-            raise ValueError(f"d_model (= {self.d_model}) must be divisible by n_heads (= {self.n_heads})")
-        if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) \
-                or not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ValueError(f"pad_id must be an int id of both vocabularies, got {self.pad_id!r}")
+            raise ValueError(
+                f"d_model (= {self.d_model}) must be divisible by n_heads (= "
+                    f"{self.n_heads})"
+            )
+        if (
+            isinstance(self.pad_id, bool)
+            or not isinstance(self.pad_id, int)
+            or not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size)
+        ):
+            raise ValueError(
+                f"pad_id must be an int id of both vocabularies, got {self.pad_id!r}"
+            )
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
-            raise ValueError("share_embeddings=True needs src_vocab_size == tgt_vocab_size, got "
-                             f"{self.src_vocab_size} and {self.tgt_vocab_size}")
+            raise ValueError(
+                "share_embeddings=True needs src_vocab_size == tgt_vocab_size, got "
+                f"{self.src_vocab_size} and {self.tgt_vocab_size}"
+            )
 
     @classmethod
-    def big(cls, src_vocab_size: int, tgt_vocab_size: int, **overrides) -> "TransformerConfig":
+    def big(
+        cls, src_vocab_size: int, tgt_vocab_size: int, **overrides
+    ) -> "TransformerConfig":
         "The paper's big model: D=1024, H=16, F=4096, dropout 0.3 (Table 3)."
-        return cls(src_vocab_size, tgt_vocab_size, **{**dict(d_model=1024, n_heads=16, d_ff=4096, dropout=0.3), **overrides})
+        return cls(
+            src_vocab_size,
+            tgt_vocab_size,
+            **{**dict(d_model=1024, n_heads=16, d_ff=4096, dropout=0.3), **overrides},
+        )
 
     @classmethod
-    def tiny(cls, src_vocab_size: int = 50, tgt_vocab_size: int = 60, **overrides) -> "TransformerConfig":
+    def tiny(
+        cls, src_vocab_size: int = 50, tgt_vocab_size: int = 60, **overrides
+    ) -> "TransformerConfig":
         "A model small enough for unit tests: D=32, H=4, 2+2 layers, F=64."
-        return cls(src_vocab_size, tgt_vocab_size, **{**dict(d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=64), **overrides})
+        return cls(
+            src_vocab_size,
+            tgt_vocab_size,
+            **{
+                **dict(d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=64),
+                **overrides,
+            },
+        )
 
 # %% ../nbs/08_transformer.ipynb #19890031
 def _check_tokens(name: str, tokens: Tensor, vocab_size: int, max_len: int) -> None:
-    "Raise a clear error unless tokens is an integer (B, L) tensor of ids in [0, vocab_size), L <= max_len."
+    """Raise a clear error unless tokens is an integer (B, L) tensor of ids in [0,
+    vocab_size), L <= max_len."""
     if not isinstance(tokens, Tensor) or tokens.dim() != 2:
-        raise ValueError(f"{name} must be a (B, L) tensor of token ids, got {getattr(tokens, 'shape', type(tokens).__name__)}")
+        raise ValueError(
+            f"{name} must be a (B, L) tensor of token ids, got "
+                f"{getattr(tokens, 'shape', type(tokens).__name__)}"
+        )
     if tokens.is_floating_point() or tokens.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids, got dtype {tokens.dtype}")
     if tokens.shape[1] > max_len:
         raise ValueError(f"{name} has length {tokens.shape[1]} > max_len = {max_len}")
     if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
-        raise ValueError(f"{name} ids must lie in [0, {vocab_size}), got min {int(tokens.min())}, max {int(tokens.max())}")
+        raise ValueError(
+            f"{name} ids must lie in [0, {vocab_size}), got min "
+                f"{int(tokens.min())}, max {int(tokens.max())}"
+        )
 
 # %% ../nbs/08_transformer.ipynb #768ec770
 class Transformer(nn.Module):
-    "The encoder-decoder Transformer: src (B, S), tgt (B, T) token ids -> logits (B, T, tgt_vocab_size)."
+    """The encoder-decoder Transformer: src (B, S), tgt (B, T) token ids -> logits (B,
+    T, tgt_vocab_size)."""
+
     def __init__(self, config: TransformerConfig):
         super().__init__()
         c = self.config = config
-        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model)      # also the output projection (§3.4)
-        self.src_embed = self.tgt_embed if c.share_embeddings else nn.Embedding(c.src_vocab_size, c.d_model)
-        self.pos = PositionalEncoding(c.d_model, c.max_len, c.dropout)   # one table, used by both stacks
-        self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
-        self.decoder = Decoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
+        # also the output projection (§3.4)
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model)
+        self.src_embed = (
+            self.tgt_embed
+            if c.share_embeddings
+            else nn.Embedding(c.src_vocab_size, c.d_model)
+        )
+        # one table, used by both stacks
+        self.pos = PositionalEncoding(c.d_model, c.max_len, c.dropout)
+        self.encoder = Encoder(
+            c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first
+        )
+        self.decoder = Decoder(
+            c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first
+        )
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        "Xavier-uniform for every matrix (as nn.Transformer); embeddings N(0, 1/D), so embedding * sqrt(D) has unit scale."
+        """Xavier-uniform for every matrix (as nn.Transformer); embeddings N(0, 1/D), so
+        embedding * sqrt(D) has unit scale."""
         for name, p in self.named_parameters():
             if "embed" in name:
-                nn.init.normal_(p, std=self.config.d_model ** -0.5)
+                nn.init.normal_(p, std=self.config.d_model**-0.5)
             elif p.dim() > 1:
                 nn.init.xavier_uniform_(p)
 
     def encode(self, src: Tensor) -> Tensor:
         "src (B, S) token ids -> memory (B, S, D); padding (config.pad_id) is masked."
         _check_tokens("src", src, self.config.src_vocab_size, self.config.max_len)
-        x = self.pos(self.src_embed(src) * math.sqrt(self.config.d_model))   # (B, S) -> (B, S, D)
-        return self.encoder(x, padding_mask(src, self.config.pad_id))        # (B, S, D)
+        # (B, S) -> (B, S, D)
+        x = self.pos(self.src_embed(src) * math.sqrt(self.config.d_model))
+        return self.encoder(x, padding_mask(src, self.config.pad_id))  # (B, S, D)
 
     def decode(self, tgt: Tensor, memory: Tensor, src: Tensor) -> Tensor:
-        "tgt (B, T) ids (shifted right), memory (B, S, D), src (B, S) for its padding -> logits (B, T, V)."
+        """tgt (B, T) ids (shifted right), memory (B, S, D), src (B, S) for its padding
+        -> logits (B, T, V)."""
         _check_tokens("tgt", tgt, self.config.tgt_vocab_size, self.config.max_len)
         if memory.shape[:2] != src.shape:
-            raise ValueError(f"memory (B, S, D) = {tuple(memory.shape)} does not match src (B, S) = {tuple(src.shape)}")
-        y = self.pos(self.tgt_embed(tgt) * math.sqrt(self.config.d_model))   # (B, T) -> (B, T, D)
-        h = self.decoder(y, memory, causal_mask(tgt.shape[1], tgt.device), padding_mask(src, self.config.pad_id))
-        return F.linear(h, self.tgt_embed.weight)                             # (B, T, D) @ (D, V) -> (B, T, V)
+            raise ValueError(
+                f"memory (B, S, D) = {tuple(memory.shape)} does not match src (B, "
+                    f"S) = {tuple(src.shape)}"
+            )
+        # (B, T) -> (B, T, D)
+        y = self.pos(self.tgt_embed(tgt) * math.sqrt(self.config.d_model))
+        h = self.decoder(
+            y,
+            memory,
+            causal_mask(tgt.shape[1], tgt.device),
+            padding_mask(src, self.config.pad_id),
+        )
+        return F.linear(h, self.tgt_embed.weight)  # (B, T, D) @ (D, V) -> (B, T, V)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
-        "src (B, S), tgt (B, T) -> logits (B, T, tgt_vocab_size): position t scores token t+1."
+        """src (B, S), tgt (B, T) -> logits (B, T, tgt_vocab_size): position t scores
+        token t+1."""
         return self.decode(tgt, self.encode(src), src)
 
 # %% ../nbs/08_transformer.ipynb #9f82cc99
 @torch.no_grad()
 def load_torch_transformer(ours: Transformer, theirs: nn.Transformer) -> Transformer:
-    "Copy an nn.Transformer's encoder/decoder weights (same sizes, norm_first, ReLU) into ours; returns ours."
+    """Copy an nn.Transformer's encoder/decoder weights (same sizes, norm_first, ReLU)
+    into ours; returns ours."""
     c = ours.config
     n_enc, n_dec = len(theirs.encoder.layers), len(theirs.decoder.layers)
-    if (theirs.d_model, theirs.nhead, n_enc, n_dec) != (c.d_model, c.n_heads, c.n_layers, c.n_layers):
-        raise ValueError(f"theirs has (d_model, nhead, encoder layers, decoder layers) = "
-                         f"{(theirs.d_model, theirs.nhead, n_enc, n_dec)}, ours {(c.d_model, c.n_heads, c.n_layers, c.n_layers)}")
+    if (theirs.d_model, theirs.nhead, n_enc, n_dec) != (
+        c.d_model,
+        c.n_heads,
+        c.n_layers,
+        c.n_layers,
+    ):
+        raise ValueError(
+            f"theirs has (d_model, nhead, encoder layers, decoder layers) = "
+            f"{(theirs.d_model, theirs.nhead, n_enc, n_dec)}, ours "
+                f"{(c.d_model, c.n_heads, c.n_layers, c.n_layers)}"
+        )
     final_norms = (theirs.encoder.norm, theirs.decoder.norm)
     if not c.norm_first and any(n is not None for n in final_norms):
-        raise ValueError("theirs is post-norm with final LayerNorms that the paper's model lacks; "
-                         "set theirs.encoder.norm = theirs.decoder.norm = None first")
+        raise ValueError(
+            "theirs is post-norm with final LayerNorms that the paper's model lacks; "
+            "set theirs.encoder.norm = theirs.decoder.norm = None first"
+        )
     for o, t in zip(ours.encoder.layers, theirs.encoder.layers):
         copy_from_torch_encoder_layer(o, t)
     for o, t in zip(ours.decoder.layers, theirs.decoder.layers):
         copy_from_torch_decoder_layer(o, t)
     if c.norm_first:
-        for o, t in ((ours.encoder.norm, theirs.encoder.norm), (ours.decoder.norm, theirs.decoder.norm)):
+        for o, t in (
+            (ours.encoder.norm, theirs.encoder.norm),
+            (ours.decoder.norm, theirs.decoder.norm),
+        ):
             o.load_state_dict(t.state_dict())
             o.eps = t.eps
     return ours
 
 # %% ../nbs/08_transformer.ipynb #7ba43d45
 @torch.no_grad()
-def greedy_decode_uncached(model: Transformer, src: Tensor, max_new_tokens: int, bos_id: int,
-                           eos_id: int | None = None) -> Tensor:
-    "src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id are padded with pad_id after it."
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
-    memory = model.encode(src)                                             # (B, S, D), once
+def greedy_decode_uncached(
+    model: Transformer,
+    src: Tensor,
+    max_new_tokens: int,
+    bos_id: int,
+    eos_id: int | None = None,
+) -> Tensor:
+    """src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id
+    are padded with pad_id after it."""
+    if (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 0
+    ):
+        raise ValueError(
+            f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}"
+        )
+    memory = model.encode(src)  # (B, S, D), once
     out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     for _ in range(max_new_tokens):
-        next_id = model.decode(out, memory, src)[:, -1].argmax(-1)         # (B, T, V) -> (B,)
-        next_id = next_id.masked_fill(done, model.config.pad_id)           # finished rows only pad
-        out = torch.cat([out, next_id[:, None]], dim=1)                    # (B, T) -> (B, T + 1)
+        next_id = model.decode(out, memory, src)[:, -1].argmax(-1)  # (B, T, V) -> (B,)
+        # finished rows only pad
+        next_id = next_id.masked_fill(done, model.config.pad_id)
+        out = torch.cat([out, next_id[:, None]], dim=1)  # (B, T) -> (B, T + 1)
         if eos_id is not None:
             done |= next_id == eos_id
             if done.all():

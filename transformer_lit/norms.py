@@ -18,13 +18,20 @@ __all__ = ['LayerNorm', 'ResidualNorm']
 def _check_last_dim(x: Tensor, d_model: int, name: str = "x") -> None:
     "Raise unless x is a tensor of shape (..., D) with D = d_model."
     if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of shape (..., D), got {type(x).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor of shape (..., D), got {type(x).__name__}"
+        )
     if x.dim() == 0 or x.shape[-1] != d_model:
-        raise ValueError(f"{name} must have shape (..., D) with D = d_model = {d_model}, got {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must have shape (..., D) with D = d_model = {d_model}, got "
+                f"{tuple(x.shape)}"
+        )
 
 # %% ../nbs/04_norms.ipynb #ad070067
 class LayerNorm(nn.Module):
-    "Normalise each token vector over its D features, then scale and shift: (..., D) -> (..., D)."
+    """Normalise each token vector over its D features, then scale and shift: (..., D)
+    -> (..., D)."""
+
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
         if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model < 1:
@@ -32,19 +39,22 @@ class LayerNorm(nn.Module):
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
             raise ValueError(f"eps must be a positive number, got {eps!r}")
         self.d_model, self.eps = d_model, float(eps)
-        self.weight = nn.Parameter(torch.ones(d_model))    # gamma, (D,)
-        self.bias = nn.Parameter(torch.zeros(d_model))     # beta, (D,)
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma, (D,)
+        self.bias = nn.Parameter(torch.zeros(d_model))  # beta, (D,)
 
     def explicit(self, x: Tensor) -> Tensor:
         "The formula written out step by step, to read and check: (..., D) -> (..., D)."
-        _check_last_dim(x, self.d_model)                       # x: (..., D), e.g. (B, T, D)
-        mean = x.mean(dim=-1, keepdim=True)                    # (..., D) -> (..., 1)
-        var = (x - mean).pow(2).mean(dim=-1, keepdim=True)     # (..., 1), biased: divides by D
-        x_hat = (x - mean) / torch.sqrt(var + self.eps)        # (..., D), per token mean 0, variance ~1
-        return x_hat * self.weight + self.bias                 # (..., D) * (D,) + (D,) -> (..., D)
+        _check_last_dim(x, self.d_model)  # x: (..., D), e.g. (B, T, D)
+        mean = x.mean(dim=-1, keepdim=True)  # (..., D) -> (..., 1)
+        # (..., 1), biased: divides by D
+        var = (x - mean).pow(2).mean(dim=-1, keepdim=True)
+        # (..., D), per token mean 0, variance ~1
+        x_hat = (x - mean) / torch.sqrt(var + self.eps)
+        return x_hat * self.weight + self.bias  # (..., D) * (D,) + (D,) -> (..., D)
 
     def forward(self, x: Tensor) -> Tensor:
-        "The same function through PyTorch's fused kernel (what the model runs): (..., D) -> (..., D)."
+        """The same function through PyTorch's fused kernel (what the model runs): (...,
+        D) -> (..., D)."""
         _check_last_dim(x, self.d_model)
         return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
 
@@ -53,30 +63,50 @@ class LayerNorm(nn.Module):
 
 # %% ../nbs/04_norms.ipynb #a7f34938
 def _check_same_shape(out: Tensor, x: Tensor) -> Tensor:
-    "Return out if it has x's shape (..., D); a mismatch would broadcast silently in the residual sum."
+    """Return out if it has x's shape (..., D); a mismatch would broadcast silently in
+    the residual sum."""
     if not isinstance(out, Tensor) or out.shape != x.shape:
         got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
-        raise ValueError(f"sublayer must return a tensor of x's shape {tuple(x.shape)}, got {got}")
+        raise ValueError(
+            f"sublayer must return a tensor of x's shape {tuple(x.shape)}, got {got}"
+        )
     return out
 
 # %% ../nbs/04_norms.ipynb #b5573ae3
 class ResidualNorm(nn.Module):
-    "Residual connection, dropout and LayerNorm around a sub-layer: (..., D) -> (..., D)."
-    def __init__(self, d_model: int, dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-5):
+    """Residual connection, dropout and LayerNorm around a sub-layer: (..., D) -> (...,
+    D)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        eps: float = 1e-5,
+    ):
         super().__init__()
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1:
-            raise ValueError(f"dropout must be a probability in [0, 1], got {dropout!r}")
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, (int, float))
+            or not 0 <= dropout <= 1
+        ):
+            raise ValueError(
+                f"dropout must be a probability in [0, 1], got {dropout!r}"
+            )
         if not isinstance(norm_first, bool):
-            raise TypeError(f"norm_first must be a bool, got {type(norm_first).__name__}")
-        self.norm = LayerNorm(d_model, eps)        # checks d_model and eps
-        self.dropout = nn.Dropout(dropout)         # residual dropout, §5.4
+            raise TypeError(
+                f"norm_first must be a bool, got {type(norm_first).__name__}"
+            )
+        self.norm = LayerNorm(d_model, eps)  # checks d_model and eps
+        self.dropout = nn.Dropout(dropout)  # residual dropout, §5.4
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
-        _check_last_dim(x, self.norm.d_model)      # x: (..., D), e.g. (B, T, D)
-        if self.norm_first:                        # pre-norm: x + Dropout(Sublayer(LayerNorm(x)))
+        _check_last_dim(x, self.norm.d_model)  # x: (..., D), e.g. (B, T, D)
+        if self.norm_first:  # pre-norm: x + Dropout(Sublayer(LayerNorm(x)))
             return x + self.dropout(_check_same_shape(sublayer(self.norm(x)), x))
-        return self.norm(x + self.dropout(_check_same_shape(sublayer(x), x)))   # post-norm, §3.1
+        # post-norm, §3.1
+        return self.norm(x + self.dropout(_check_same_shape(sublayer(x), x)))
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"

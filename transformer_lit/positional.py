@@ -15,18 +15,28 @@ __all__ = ['sinusoidal_encoding', 'PositionalEncoding', 'LearnedPositionalEncodi
 
 # %% ../nbs/01_positional_encoding.ipynb #c5975237
 def sinusoidal_encoding(max_len: int, d_model: int) -> Tensor:
-    "The table of §3.5, (max_len, D) float32: column 2i = sin(pos*w_i), 2i+1 = cos(pos*w_i)."
+    """The table of §3.5, (max_len, D) float32: column 2i = sin(pos*w_i), 2i+1 =
+    cos(pos*w_i)."""
     if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
         raise ValueError(f"max_len must be a positive int, got {max_len!r}")
-    if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model < 2 or d_model % 2:
-        raise ValueError("d_model must be a positive even int (sines and cosines come in pairs), "
-                         f"got {d_model!r}")
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)    # (D/2,) the even indices 2i
-    omega = 10000.0 ** (-two_i / d_model)                        # (D/2,) w_i = 10000^(-2i/D)
-    pos = torch.arange(max_len, dtype=torch.float64)[:, None]    # (max_len, 1)
-    angle = pos * omega                                          # (max_len, D/2)
-    pe = torch.stack((angle.sin(), angle.cos()), dim=-1)         # (max_len, D/2, 2)
-    return pe.flatten(1).float()    # (max_len, D/2, 2) -> (max_len, D): sin, cos interleaved
+    if (
+        isinstance(d_model, bool)
+        or not isinstance(d_model, int)
+        or d_model < 2
+        or d_model % 2
+    ):
+        raise ValueError(
+            "d_model must be a positive even int (sines and cosines come in pairs), "
+            f"got {d_model!r}"
+        )
+    # (D/2,) the even indices 2i
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    omega = 10000.0 ** (-two_i / d_model)  # (D/2,) w_i = 10000^(-2i/D)
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+    angle = pos * omega  # (max_len, D/2)
+    pe = torch.stack((angle.sin(), angle.cos()), dim=-1)  # (max_len, D/2, 2)
+    # (max_len, D/2, 2) -> (max_len, D): sin, cos interleaved
+    return pe.flatten(1).float()
 
 # %% ../nbs/01_positional_encoding.ipynb #7b858d58
 def _check_positions(x: Tensor, d_model: int, max_len: int, offset: int) -> int:
@@ -42,8 +52,10 @@ def _check_positions(x: Tensor, d_model: int, max_len: int, offset: int) -> int:
         raise ValueError(f"offset must be >= 0, got {offset}")
     T = x.shape[1]
     if offset + T > max_len:
-        raise ValueError(f"positions {offset}..{offset + T - 1} do not fit in "
-                         f"max_len={max_len}; build the module with max_len >= {offset + T}")
+        raise ValueError(
+            f"positions {offset}..{offset + T - 1} do not fit in "
+            f"max_len={max_len}; build the module with max_len >= {offset + T}"
+        )
     return offset
 
 # %% ../nbs/01_positional_encoding.ipynb #33c80d77
@@ -69,20 +81,23 @@ class PositionalEncoding(nn.Module):
 
 # %% ../nbs/01_positional_encoding.ipynb #b4bb5cd2
 class LearnedPositionalEncoding(nn.Module):
-    "Learned alternative (Table 3, row E): add a trained vector per position: (B, T, D)."
+    """Learned alternative (Table 3, row E): add a trained vector per position: (B, T,
+    D)."""
+
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1):
         super().__init__()
         for name, value in (("d_model", d_model), ("max_len", max_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.d_model, self.max_len = d_model, max_len
-        self.embedding = nn.Embedding(max_len, d_model)         # (max_len, D)
-        nn.init.normal_(self.embedding.weight, std=0.5 ** 0.5)  # mean square 1/2, as sinusoids
+        self.embedding = nn.Embedding(max_len, d_model)  # (max_len, D)
+        # mean square 1/2, as sinusoids
+        nn.init.normal_(self.embedding.weight, std=0.5**0.5)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         offset = _check_positions(x, self.d_model, self.max_len, offset)
         B, T, D = x.shape
-        positions = torch.arange(offset, offset + T, device=x.device)       # (T,)
-        pe = self.embedding(positions).to(x.dtype)                         # (T, D)
-        return self.dropout(x + pe)                                        # (B, T, D)
+        positions = torch.arange(offset, offset + T, device=x.device)  # (T,)
+        pe = self.embedding(positions).to(x.dtype)  # (T, D)
+        return self.dropout(x + pe)  # (B, T, D)

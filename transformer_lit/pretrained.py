@@ -13,44 +13,64 @@ import torch
 
 from .data import SubwordTokenizer, sha256_of
 from .model import Transformer
-from .training import load_checkpoint, model_from_checkpoint, save_checkpoint
+from transformer_lit.training import (
+    load_checkpoint,
+    model_from_checkpoint,
+    save_checkpoint,
+)
 
 # %% auto #0
 __all__ = ['PRETRAINED_FILE', 'PRETRAINED_SHA256', 'pretrained_path', 'load_pretrained', 'pretrained_record', 'export_pretrained']
 
 # %% ../nbs/09c_pretrained.ipynb #0ec87051
 PRETRAINED_FILE = "model.pt"   # in the package folder transformer_lit/pretrained/
-# Written by tools/export_pretrained.py when the model was exported; it prints this digest.
+# Written by tools/export_pretrained.py when the model was exported; it prints this
+# digest.
 PRETRAINED_SHA256 = "f95f1e38af3b19cdb7ec1e77833d4ed0aab532db715c26cfcabee77d636abe18"
 
 
 def pretrained_path() -> Path:
-    "Where the shipped model lies: transformer_lit/pretrained/model.pt inside the installed package."
-    return Path(str(resources.files("transformer_lit") / "pretrained" / PRETRAINED_FILE))
+    """Where the shipped model lies: transformer_lit/pretrained/model.pt inside the
+    installed package."""
+    return Path(
+        str(resources.files("transformer_lit") / "pretrained" / PRETRAINED_FILE)
+    )
 
 # %% ../nbs/09c_pretrained.ipynb #b3a6b8cc
-def load_pretrained(device: torch.device | str = "cpu") -> tuple[Transformer, SubwordTokenizer]:
-    "The shipped model (float32, eval mode, on device) and its tokenizer, after checking the file's SHA-256."
+def load_pretrained(
+    device: torch.device | str = "cpu",
+) -> tuple[Transformer, SubwordTokenizer]:
+    """The shipped model (float32, eval mode, on device) and its tokenizer, after
+    checking the file's SHA-256."""
     path = pretrained_path()
     if not path.is_file():
-        raise FileNotFoundError(f"the shipped model is missing: no {path}; reinstall transformer_lit")
+        raise FileNotFoundError(
+            f"the shipped model is missing: no {path}; reinstall transformer_lit"
+        )
     got = sha256_of(path)
     if got != PRETRAINED_SHA256:
-        raise ValueError(f"{path} is damaged or not the shipped model: sha256 {got}, expected "
-                         f"{PRETRAINED_SHA256}; reinstall transformer_lit")
-    ckpt = load_checkpoint(path)             # torch.load(weights_only=True)
-    model = model_from_checkpoint(ckpt)      # float16 weights are copied into float32 parameters
+        raise ValueError(
+            f"{path} is damaged or not the shipped model: sha256 {got}, expected "
+            f"{PRETRAINED_SHA256}; reinstall transformer_lit"
+        )
+    ckpt = load_checkpoint(path)  # torch.load(weights_only=True)
+    # float16 weights are copied into float32 parameters
+    model = model_from_checkpoint(ckpt)
     return model.to(device).eval(), SubwordTokenizer(ckpt["tokenizer"])
 
 
 def pretrained_record() -> dict[str, Any]:
-    "The record stored with the shipped model: the run, its command, device, curve and scores."
+    """The record stored with the shipped model: the run, its command, device, curve and
+    scores."""
     return load_checkpoint(pretrained_path())["record"]
 
 # %% ../nbs/09c_pretrained.ipynb #6f58d197
 def export_pretrained(model_pt: str | Path, dest: str | Path, **record: Any) -> str:
-    "Write the averaged model of a run's model.pt to dest with float16 weights; return dest's SHA-256."
+    """Write the averaged model of a run's model.pt to dest with float16 weights; return
+    dest's SHA-256."""
     ckpt = load_checkpoint(model_pt)
     model = model_from_checkpoint(ckpt).half()
-    save_checkpoint(dest, model, tokenizer=ckpt["tokenizer"], record={**ckpt["record"], **record})
+    save_checkpoint(
+        dest, model, tokenizer=ckpt["tokenizer"], record={**ckpt["record"], **record}
+    )
     return sha256_of(Path(dest))

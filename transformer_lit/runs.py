@@ -23,7 +23,9 @@ __all__ = ['T', 'World', 'world_from_env', 'start', 'stop', 'shard', 'any_rank',
 # %% ../nbs/09b_runs.ipynb #78c5c1c0
 @dataclass(frozen=True)
 class World:
-    "Where this process stands among those that torchrun started: rank 0..size-1 (local_rank on this machine)."
+    """Where this process stands among those that torchrun started: rank 0..size-1
+    (local_rank on this machine)."""
+
     rank: int = 0
     size: int = 1
     local_rank: int = 0
@@ -35,19 +37,30 @@ class World:
 
 
 def world_from_env(env: dict[str, str] | None = None) -> World:
-    "The World that torchrun's RANK, WORLD_SIZE and LOCAL_RANK variables describe (one process if unset)."
+    """The World that torchrun's RANK, WORLD_SIZE and LOCAL_RANK variables describe (one
+    process if unset)."""
     env = os.environ if env is None else env
     try:
-        world = World(int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0)))
+        world = World(
+            int(env.get("RANK", 0)),
+            int(env.get("WORLD_SIZE", 1)),
+            int(env.get("LOCAL_RANK", 0)),
+        )
     except ValueError as e:
-        raise ValueError(f"RANK, WORLD_SIZE and LOCAL_RANK must be integers: {e}") from e
+        raise ValueError(
+            f"RANK, WORLD_SIZE and LOCAL_RANK must be integers: {e}"
+        ) from e
     if not (world.size >= 1 and 0 <= world.rank < world.size and world.local_rank >= 0):
-        raise ValueError(f"inconsistent RANK={world.rank}, WORLD_SIZE={world.size}, LOCAL_RANK={world.local_rank}")
+        raise ValueError(
+            f"inconsistent RANK={world.rank}, WORLD_SIZE={world.size}, "
+                f"LOCAL_RANK={world.local_rank}"
+        )
     return world
 
 # %% ../nbs/09b_runs.ipynb #bd9e77ad
 def start(device_type: str) -> World:
-    "Join torchrun's process group (NCCL on CUDA, gloo on CPU) when there is more than one process; return the World."
+    """Join torchrun's process group (NCCL on CUDA, gloo on CPU) when there is more than
+    one process; return the World."""
     world = world_from_env()
     if world.size > 1 and not dist.is_initialized():
         if device_type == "cuda":
@@ -59,7 +72,8 @@ def start(device_type: str) -> World:
 def stop(world: World) -> None:
     "Leave the process group, if start joined one."
     if world.size > 1 and dist.is_initialized():
-        dist.barrier()   # leave together: a rank that tears down gloo first can abort its peer
+        # leave together: a rank that tears down gloo first can abort its peer
+        dist.barrier()
         dist.destroy_process_group()
 
 # %% ../nbs/09b_runs.ipynb #a6adc4b0
@@ -69,17 +83,23 @@ def shard(items: Sequence[T], world: World) -> list[T]:
 
 # %% ../nbs/09b_runs.ipynb #9f5d5a2e
 def any_rank(flag: bool, world: World) -> bool:
-    "True on every rank if flag is True on any rank (an all-reduce; call it on all ranks at the same point)."
+    """True on every rank if flag is True on any rank (an all-reduce; call it on all
+    ranks at the same point)."""
     if world.size == 1:
         return flag
-    t = torch.tensor([int(flag)], device="cuda" if dist.get_backend() == "nccl" else "cpu")
+    t = torch.tensor(
+        [int(flag)], device="cuda" if dist.get_backend() == "nccl" else "cpu"
+    )
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return bool(t.item())
 
 
 def data_parallel(model: nn.Module, world: World) -> nn.Module:
-    "model wrapped in DistributedDataParallel when world.size > 1 (gradients averaged in backward); else model."
+    """model wrapped in DistributedDataParallel when world.size > 1 (gradients averaged
+    in backward); else model."""
     if world.size == 1:
         return model
     device = next(model.parameters()).device
-    return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    return DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" else None
+    )

@@ -23,7 +23,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from .data import BOS_ID, EOS_ID, PAD_ID, Batch, EncodedPair, SubwordTokenizer, make_batches
+from transformer_lit.data import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    Batch,
+    EncodedPair,
+    SubwordTokenizer,
+    make_batches,
+)
 from .model import Transformer, TransformerConfig, greedy_decode_uncached
 
 # %% auto #0
@@ -36,70 +44,112 @@ __all__ = ['PRESETS', 'BOOK_CPU_STEPS', 'BOOK_GPU_STEPS', 'CHECKPOINT_FORMAT', '
 
 # %% ../nbs/09_training.ipynb #54194eca
 class LossTerms(NamedTuple):
-    "Means over non-padding target tokens: loss (label-smoothed, minimized) and nll (plain -log p(correct))."
+    """Means over non-padding target tokens: loss (label-smoothed, minimized) and nll
+    (plain -log p(correct))."""
+
     loss: Tensor
     nll: Tensor
 
 
-def label_smoothing_loss(logits: Tensor, target: Tensor, smoothing: float = 0.1, pad_id: int = PAD_ID) -> LossTerms:
-    "logits (..., V), target (...) ids -> LossTerms of two scalars; positions where target == pad_id are ignored."
+def label_smoothing_loss(
+    logits: Tensor, target: Tensor, smoothing: float = 0.1, pad_id: int = PAD_ID
+) -> LossTerms:
+    """logits (..., V), target (...) ids -> LossTerms of two scalars; positions where
+    target == pad_id are ignored."""
     if logits.shape[:-1] != target.shape:
-        raise ValueError(f"logits (..., V) {tuple(logits.shape)} and target (...) {tuple(target.shape)} must agree")
+        raise ValueError(
+            f"logits (..., V) {tuple(logits.shape)} and target (...) "
+                f"{tuple(target.shape)} must agree"
+        )
     if not 0.0 <= smoothing < 1.0:
         raise ValueError(f"smoothing must lie in [0, 1), got {smoothing}")
-    logp = F.log_softmax(logits.float(), dim=-1).flatten(0, -2)   # (..., V) -> (N, V), float32
-    target = target.flatten()                                      # (...) -> (N,)
-    nll = -logp.gather(1, target[:, None]).squeeze(1)              # -log p(y), (N,)
-    spread = -logp.mean(dim=1)                                     # -(1/V) sum_k log p(k), (N,)
+    # (..., V) -> (N, V), float32
+    logp = F.log_softmax(logits.float(), dim=-1).flatten(0, -2)
+    target = target.flatten()  # (...) -> (N,)
+    nll = -logp.gather(1, target[:, None]).squeeze(1)  # -log p(y), (N,)
+    spread = -logp.mean(dim=1)  # -(1/V) sum_k log p(k), (N,)
     keep = target != pad_id
     n = keep.sum().clamp(min=1)
     loss = (1 - smoothing) * nll + smoothing * spread
-    return LossTerms(torch.where(keep, loss, 0.0).sum() / n, torch.where(keep, nll, 0.0).sum() / n)
+    return LossTerms(
+        torch.where(keep, loss, 0.0).sum() / n, torch.where(keep, nll, 0.0).sum() / n
+    )
 
 # %% ../nbs/09_training.ipynb #a31105e1
 def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) -> float:
-    "Learning rate of eq. 3 (§5.3) at step >= 1: factor * D^-0.5 * min(step^-0.5, step * warmup^-1.5)."
+    """Learning rate of eq. 3 (§5.3) at step >= 1: factor * D^-0.5 * min(step^-0.5, step
+    * warmup^-1.5)."""
     if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        raise ValueError(f"step must be an int >= 1 (the paper counts steps from 1), got {step!r}")
+        raise ValueError(
+            f"step must be an int >= 1 (the paper counts steps from 1), got {step!r}"
+        )
     if warmup < 1 or d_model < 1:
-        raise ValueError(f"warmup and d_model must be >= 1, got warmup={warmup}, d_model={d_model}")
-    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+        raise ValueError(
+            f"warmup and d_model must be >= 1, got warmup={warmup}, d_model={d_model}"
+        )
+    return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 # %% ../nbs/09_training.ipynb #39f028c7
 @dataclass(frozen=True)
 class TrainSettings:
-    "How to train: a budget, batches, the paper's optimizer/schedule/smoothing (§5.3-5.4) and bookkeeping."
-    max_steps: int | None = None      # stop after this many optimizer steps ...
-    max_minutes: float | None = None  # ... or this much wall time, whichever comes first
-    max_tokens: int = 4096            # tokens per batch, padding included (the paper: about 25,000)
-    warmup: int = 4000                # eq. 3
-    lr_factor: float = 1.0            # multiplies eq. 3; 1.0 is the paper
+    """How to train: a budget, batches, the paper's optimizer/schedule/smoothing
+    (§5.3-5.4) and bookkeeping."""
+
+    max_steps: int | None = None  # stop after this many optimizer steps ...
+    # ... or this much wall time, whichever comes first
+    max_minutes: float | None = None
+    # tokens per batch, padding included (the paper: about 25,000)
+    max_tokens: int = 4096
+    warmup: int = 4000  # eq. 3
+    lr_factor: float = 1.0  # multiplies eq. 3; 1.0 is the paper
     betas: tuple[float, float] = (0.9, 0.98)
     eps: float = 1e-9
     label_smoothing: float = 0.1
-    clip_norm: float | None = 1.0     # not in the paper; None turns clipping off
-    eval_every: int = 100             # steps between validation losses
-    average_every: int = 100          # steps between the snapshots that are averaged (§6.1)
-    average_last: int = 5             # how many snapshots the average takes
-    seed: int = 0                     # order of the batches (epoch e uses seed + e)
-    compile: bool = False             # torch.compile the model's forward pass (dynamic shapes)
-    amp: bool = True                  # bf16 autocast on CUDA (CPU always trains in float32)
-    checkpoint_every: int = 1000      # steps between the checkpoints fit offers to save ...
+    clip_norm: float | None = 1.0  # not in the paper; None turns clipping off
+    eval_every: int = 100  # steps between validation losses
+    average_every: int = 100  # steps between the snapshots that are averaged (§6.1)
+    average_last: int = 5  # how many snapshots the average takes
+    seed: int = 0  # order of the batches (epoch e uses seed + e)
+    compile: bool = False  # torch.compile the model's forward pass (dynamic shapes)
+    amp: bool = True  # bf16 autocast on CUDA (CPU always trains in float32)
+    checkpoint_every: int = 1000  # steps between the checkpoints fit offers to save ...
     checkpoint_minutes: float = 10.0  # ... or minutes, whichever comes first
 
     def __post_init__(self):
         if self.max_steps is None and self.max_minutes is None:
-            raise ValueError("give max_steps or max_minutes (or both): a run needs a budget")
-        for name in ("max_steps", "max_tokens", "warmup", "eval_every", "average_every", "average_last"):
+            raise ValueError(
+                "give max_steps or max_minutes (or both): a run needs a budget"
+            )
+        for name in (
+            "max_steps",
+            "max_tokens",
+            "warmup",
+            "eval_every",
+            "average_every",
+            "average_last",
+        ):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        for name in ("max_minutes", "lr_factor", "clip_norm", "checkpoint_minutes", "eps"):
-            value = getattr(self, name)   # nan fails every comparison, so it is refused too
-            if value is not None and not (_is_real(value) and math.isfinite(value) and value > 0):
+        for name in (
+            "max_minutes",
+            "lr_factor",
+            "clip_norm",
+            "checkpoint_minutes",
+            "eps",
+        ):
+            # nan fails every comparison, so it is refused too
+            value = getattr(self, name)
+            if value is not None and not (
+                _is_real(value) and math.isfinite(value) and value > 0
+            ):
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
         if not (_is_real(self.label_smoothing) and 0 <= self.label_smoothing < 1):
-            raise ValueError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing!r}")
+            raise ValueError(
+                f"label_smoothing must lie in [0, 1), got {self.label_smoothing!r}"
+            )
 
 
 def _is_real(value: Any) -> bool:
@@ -107,8 +157,11 @@ def _is_real(value: Any) -> bool:
 
 # %% ../nbs/09_training.ipynb #987be0f0
 def make_optimizer(model: nn.Module, settings: TrainSettings) -> torch.optim.Adam:
-    "Adam with the paper's betas and eps (§5.3); train_step sets the learning rate before every step."
-    return torch.optim.Adam(model.parameters(), lr=0.0, betas=settings.betas, eps=settings.eps)
+    """Adam with the paper's betas and eps (§5.3); train_step sets the learning rate
+    before every step."""
+    return torch.optim.Adam(
+        model.parameters(), lr=0.0, betas=settings.betas, eps=settings.eps
+    )
 
 # %% ../nbs/09_training.ipynb #e3ab23ad
 PRESETS = ("tiny", "cpu", "small", "base", "big")
@@ -123,16 +176,35 @@ def preset_vocab_size(name: str) -> int:
 
 
 def preset_config(name: str, vocab_size: int) -> TransformerConfig:
-    "The model of a preset, with one shared vocabulary of vocab_size tokens and max_len 256."
+    """The model of a preset, with one shared vocabulary of vocab_size tokens and
+    max_len 256."""
     common = dict(share_embeddings=True, max_len=256)
     if name == "tiny":
         return TransformerConfig.tiny(vocab_size, vocab_size, **common)
-    if name == "cpu":   # small, pre-norm, no dropout: see "Where it runs" above
-        return TransformerConfig(vocab_size, vocab_size, d_model=128, n_heads=4, n_layers=3, d_ff=512, dropout=0.0,
-                                 norm_first=True, **common)
-    if name == "small":   # the shipped model: half the paper's width, half its depth
-        return TransformerConfig(vocab_size, vocab_size, d_model=256, n_heads=4, n_layers=3, d_ff=1024,
-                                 dropout=0.1, norm_first=True, **common)
+    if name == "cpu":  # small, pre-norm, no dropout: see "Where it runs" above
+        return TransformerConfig(
+            vocab_size,
+            vocab_size,
+            d_model=128,
+            n_heads=4,
+            n_layers=3,
+            d_ff=512,
+            dropout=0.0,
+            norm_first=True,
+            **common,
+        )
+    if name == "small":  # the shipped model: half the paper's width, half its depth
+        return TransformerConfig(
+            vocab_size,
+            vocab_size,
+            d_model=256,
+            n_heads=4,
+            n_layers=3,
+            d_ff=1024,
+            dropout=0.1,
+            norm_first=True,
+            **common,
+        )
     if name == "base":
         return TransformerConfig(vocab_size, vocab_size, **common)
     if name == "big":
@@ -141,11 +213,17 @@ def preset_config(name: str, vocab_size: int) -> TransformerConfig:
 
 # %% ../nbs/09_training.ipynb #4ca2b4fe
 BOOK_CPU_STEPS = 1000   # chapter 09's CPU budget, in optimizer steps
-BOOK_GPU_STEPS = 3000   # and its GPU budget: where the base model's validation loss stopped falling (see the end)
+# and its GPU budget: where the base model's validation loss stopped falling (see the
+# end)
+BOOK_GPU_STEPS = 3000
 
-_PRESET_SETTINGS = {   # the paper's defaults from TrainSettings, except:
-    "tiny": dict(max_tokens=1024, warmup=20, lr_factor=0.5, eval_every=20, average_every=10),
-    "cpu": dict(max_tokens=1024, warmup=150, lr_factor=1.0, eval_every=100, average_every=50),
+_PRESET_SETTINGS = {  # the paper's defaults from TrainSettings, except:
+    "tiny": dict(
+        max_tokens=1024, warmup=20, lr_factor=0.5, eval_every=20, average_every=10
+    ),
+    "cpu": dict(
+        max_tokens=1024, warmup=150, lr_factor=1.0, eval_every=100, average_every=50
+    ),
     "small": dict(max_tokens=2048, warmup=1000, eval_every=500, average_every=500),
     "base": dict(max_tokens=12288, warmup=2000, eval_every=500, average_every=500),
     "big": dict(max_tokens=12288, warmup=2000, eval_every=500, average_every=500),
@@ -153,63 +231,88 @@ _PRESET_SETTINGS = {   # the paper's defaults from TrainSettings, except:
 
 
 def preset_settings(name: str, **overrides: Any) -> TrainSettings:
-    "TrainSettings of a preset; overrides (a budget at least: max_steps or max_minutes) win."
+    """TrainSettings of a preset; overrides (a budget at least: max_steps or
+    max_minutes) win."""
     if name not in _PRESET_SETTINGS:
         raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
     return TrainSettings(**{**_PRESET_SETTINGS[name], **overrides})
 
 
 def book_run(device: torch.device) -> tuple[str, TrainSettings]:
-    "Chapter 09's run: the base model for BOOK_GPU_STEPS steps (at most 20 minutes) on a CUDA GPU, the cpu preset for BOOK_CPU_STEPS steps elsewhere."
+    """Chapter 09's run: the base model for BOOK_GPU_STEPS steps (at most 20 minutes) on
+    a CUDA GPU, the cpu preset for BOOK_CPU_STEPS steps elsewhere."""
     if device.type == "cuda":
         return "base", preset_settings("base", max_steps=BOOK_GPU_STEPS, max_minutes=20)
     return "cpu", preset_settings("cpu", max_steps=BOOK_CPU_STEPS)
 
 # %% ../nbs/09_training.ipynb #10a8d4ba
 def autocast_dtype(device: torch.device) -> torch.dtype | None:
-    "bfloat16 on GPUs with bf16 tensor cores (compute capability >= 8.0), float16 on older CUDA GPUs, None (float32) elsewhere."
+    """bfloat16 on GPUs with bf16 tensor cores (compute capability >= 8.0), float16 on
+    older CUDA GPUs, None (float32) elsewhere."""
     if device.type != "cuda":
         return None
     major, _ = torch.cuda.get_device_capability(device)
-    # a T4 (7.5) or V100 (7.0) *emulates* bf16: is_bf16_supported() says yes, but it is slow there
+    # a T4 (7.5) or V100 (7.0) *emulates* bf16: is_bf16_supported() says yes, but
+    # it is slow there
     return torch.bfloat16 if major >= 8 else torch.float16
 
 
-def autocast_for(device: torch.device, enabled: bool = True) -> contextlib.AbstractContextManager:
-    "Autocast to autocast_dtype(device) when enabled and it is not None; elsewhere a context that does nothing."
+def autocast_for(
+    device: torch.device, enabled: bool = True
+) -> contextlib.AbstractContextManager:
+    """Autocast to autocast_dtype(device) when enabled and it is not None; elsewhere a
+    context that does nothing."""
     dtype = autocast_dtype(device) if enabled else None
-    return torch.autocast("cuda", dtype=dtype) if dtype is not None else contextlib.nullcontext()
+    return (
+        torch.autocast("cuda", dtype=dtype)
+        if dtype is not None
+        else contextlib.nullcontext()
+    )
 
 
 def attention_policy(device: torch.device) -> None:
-    "On CUDA, keep scaled_dot_product_attention off cuDNN's kernel (see the text); elsewhere nothing."
-    if device.type == "cuda":   # benchmarks, fit, translate and the command line all call this
+    """On CUDA, keep scaled_dot_product_attention off cuDNN's kernel (see the text);
+    elsewhere nothing."""
+    # benchmarks, fit, translate and the command line all call this
+    if device.type == "cuda":
         torch.backends.cuda.enable_cudnn_sdp(False)
 
 
 def make_scaler(device: torch.device, settings: TrainSettings) -> torch.amp.GradScaler:
-    "The loss scaler of float16 training (enabled only when autocast uses float16); a no-op elsewhere."
+    """The loss scaler of float16 training (enabled only when autocast uses float16); a
+    no-op elsewhere."""
     enabled = settings.amp and autocast_dtype(device) == torch.float16
     return torch.amp.GradScaler(device.type, enabled=enabled)
 
 
-def train_step(model: Transformer, batch: Batch, optimizer: torch.optim.Optimizer, lr: float,
-               settings: TrainSettings, forward: Callable[[Tensor, Tensor], Tensor] | None = None,
-               scaler: torch.amp.GradScaler | None = None) -> LossTerms:
-    "One update on batch (src (B, S), tgt_in/tgt_out (B, T)) at learning rate lr; returns the detached LossTerms."
+def train_step(
+    model: Transformer,
+    batch: Batch,
+    optimizer: torch.optim.Optimizer,
+    lr: float,
+    settings: TrainSettings,
+    forward: Callable[[Tensor, Tensor], Tensor] | None = None,
+    scaler: torch.amp.GradScaler | None = None,
+) -> LossTerms:
+    """One update on batch (src (B, S), tgt_in/tgt_out (B, T)) at learning rate lr;
+    returns the detached LossTerms."""
     for group in optimizer.param_groups:
         group["lr"] = lr
     with autocast_for(batch.src.device, settings.amp):
-        logits = (model if forward is None else forward)(batch.src, batch.tgt_in)  # (B, T, V)
-    terms = label_smoothing_loss(logits, batch.tgt_out, settings.label_smoothing, model.config.pad_id)
+        # (B, T, V)
+        logits = (model if forward is None else forward)(batch.src, batch.tgt_in)
+    terms = label_smoothing_loss(
+        logits, batch.tgt_out, settings.label_smoothing, model.config.pad_id
+    )
     optimizer.zero_grad(set_to_none=True)
-    if scaler is not None and scaler.is_enabled():   # float16: scale the loss so gradients do not underflow
+    # float16: scale the loss so gradients do not underflow
+    if scaler is not None and scaler.is_enabled():
         scaler.scale(terms.loss).backward()
-        scaler.unscale_(optimizer)                   # true gradients, for clipping
+        scaler.unscale_(optimizer)  # true gradients, for clipping
         if settings.clip_norm is not None:
             nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
-        scaler.step(optimizer)                       # skipped if a gradient overflowed
-        scaler.update()                              # lower the scale after an overflow, raise it slowly
+        scaler.step(optimizer)  # skipped if a gradient overflowed
+        scaler.update()  # lower the scale after an overflow, raise it slowly
     else:
         terms.loss.backward()
         if settings.clip_norm is not None:
@@ -220,20 +323,30 @@ def train_step(model: Transformer, batch: Batch, optimizer: torch.optim.Optimize
 # %% ../nbs/09_training.ipynb #32372a65
 @torch.no_grad()
 def evaluate(model: Transformer, batches: Sequence[Batch], amp: bool = True) -> float:
-    "Mean NLL per target token (nats, no smoothing, padding excluded) over batches, with dropout off."
+    """Mean NLL per target token (nats, no smoothing, padding excluded) over batches,
+    with dropout off."""
     was_training, device = model.training, next(model.parameters()).device
     model.eval()
     total, count = 0.0, 0
     for batch in batches:
         batch = batch.to(device)
         with autocast_for(device, amp):
-            logits = model(batch.src, batch.tgt_in)                                 # (B, T, V)
+            logits = model(batch.src, batch.tgt_in)  # (B, T, V)
         n = int((batch.tgt_out != model.config.pad_id).sum())
-        total += float(label_smoothing_loss(logits, batch.tgt_out, 0.0, model.config.pad_id).nll) * n
+        total += (
+            float(
+                label_smoothing_loss(
+                    logits, batch.tgt_out, 0.0, model.config.pad_id
+                ).nll
+            )
+            * n
+        )
         count += n
     model.train(was_training)
-    if count == 0:   # an NLL of 0 would look like a perfect model
-        raise ValueError("evaluate needs at least one target token; the batches are empty")
+    if count == 0:  # an NLL of 0 would look like a perfect model
+        raise ValueError(
+            "evaluate needs at least one target token; the batches are empty"
+        )
     return total / count
 
 # %% ../nbs/09_training.ipynb #426314ed
@@ -259,30 +372,47 @@ _PLAIN = (str, int, float, bool, bytes, type(None), torch.dtype)
 
 
 def check_plain_data(value: Any, where: str = "checkpoint") -> None:
-    "Raise TypeError, naming the entry, unless value is tensors and plain data that weights_only loading accepts."
+    """Raise TypeError, naming the entry, unless value is tensors and plain data that
+    weights_only loading accepts."""
     if isinstance(value, Tensor) or type(value) in _PLAIN:
         return
     if isinstance(value, dict):
         for k, v in value.items():
             if type(k) not in _PLAIN:
-                raise TypeError(f"{where} has a key of type {type(k).__name__}; use str or int keys")
+                raise TypeError(
+                    f"{where} has a key of type {type(k).__name__}; use str or int keys"
+                )
             check_plain_data(v, f"{where}[{k!r}]")
     elif type(value) in (list, tuple):
         for i, v in enumerate(value):
             check_plain_data(v, f"{where}[{i}]")
     else:
-        raise TypeError(f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which "
-                        "torch.load(weights_only=True) refuses; store plain data (str, numbers, lists, dicts, tensors)")
+        raise TypeError(
+            f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which "
+            "torch.load(weights_only=True) refuses; store plain data (str, "
+                "numbers, lists, dicts, tensors)"
+        )
 
 # %% ../nbs/09_training.ipynb #ea022ae8
-def save_checkpoint(path: str | Path, model: Transformer, optimizer: torch.optim.Optimizer | None = None,
-                    **meta: Any) -> Path:
-    "Write config, weights, optimizer, RNG states and meta (tensors/plain data only) to path, atomically."
+def save_checkpoint(
+    path: str | Path,
+    model: Transformer,
+    optimizer: torch.optim.Optimizer | None = None,
+    **meta: Any,
+) -> Path:
+    """Write config, weights, optimizer, RNG states and meta (tensors/plain data only)
+    to path, atomically."""
     reserved = {"format", "config", "model", "optimizer", "rng"} & meta.keys()
     if reserved:
         raise ValueError(f"meta must not use the reserved keys {sorted(reserved)}")
-    payload = {"format": CHECKPOINT_FORMAT, "config": asdict(model.config), "model": model.state_dict(),
-               "optimizer": None if optimizer is None else optimizer.state_dict(), "rng": rng_states(), **meta}
+    payload = {
+        "format": CHECKPOINT_FORMAT,
+        "config": asdict(model.config),
+        "model": model.state_dict(),
+        "optimizer": None if optimizer is None else optimizer.state_dict(),
+        "rng": rng_states(),
+        **meta,
+    }
     check_plain_data(payload)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -292,7 +422,8 @@ def save_checkpoint(path: str | Path, model: Transformer, optimizer: torch.optim
             torch.save(payload, f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)   # atomic: readers see the old file or the new one, never a mix
+        # atomic: readers see the old file or the new one, never a mix
+        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -300,33 +431,42 @@ def save_checkpoint(path: str | Path, model: Transformer, optimizer: torch.optim
 
 # %% ../nbs/09_training.ipynb #c45c148d
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    "Read a checkpoint written by save_checkpoint onto the CPU, with torch.load(weights_only=True)."
+    """Read a checkpoint written by save_checkpoint onto the CPU, with
+    torch.load(weights_only=True)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
-        # torch's own message suggests weights_only=False, exactly what a file of unknown origin must not get
-        raise ValueError(f"{path} is not a checkpoint that torch.load(weights_only=True) can read "
-                         f"({type(e).__name__})") from e
+        # torch's own message suggests weights_only=False, exactly what a file
+        # of unknown origin must not get
+        raise ValueError(
+            f"{path} is not a checkpoint that torch.load(weights_only=True) can read "
+            f"({type(e).__name__})"
+        ) from e
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is not a {CHECKPOINT_FORMAT!r} file")
     return ckpt
 
 
 def model_from_checkpoint(ckpt: dict[str, Any], weights: str = "model") -> Transformer:
-    "A Transformer built from ckpt['config'] holding ckpt[weights] (e.g. 'model' or 'averaged')."
+    """A Transformer built from ckpt['config'] holding ckpt[weights] (e.g. 'model' or
+    'averaged')."""
     try:
         model = Transformer(TransformerConfig(**ckpt["config"]))
         model.load_state_dict(ckpt[weights])
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
-        raise ValueError(f"checkpoint does not fit this version of the model: {str(e).splitlines()[0]}") from e
+        raise ValueError(
+            f"checkpoint does not fit this version of the model: "
+            f"{str(e).splitlines()[0]}"
+        ) from e
     return model
 
 # %% ../nbs/09_training.ipynb #0000b3b0
 def average_state_dicts(state_dicts: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
-    "The element-wise mean of several state dicts with the same keys and shapes (§6.1), accumulated in float64."
+    """The element-wise mean of several state dicts with the same keys and shapes
+    (§6.1), accumulated in float64."""
     if not state_dicts:
         raise ValueError("state_dicts must hold at least one state dict")
     last = state_dicts[-1]
@@ -344,20 +484,30 @@ def average_state_dicts(state_dicts: Sequence[dict[str, Tensor]]) -> dict[str, T
 # %% ../nbs/09_training.ipynb #08c7a5c5
 @dataclass
 class TrainState:
-    "Progress of a run; to_dict/from_dict carry all of it but the snapshots through a checkpoint."
-    step: int = 0                      # optimizer steps done
-    epoch: int = 0                     # current epoch ...
-    batch_in_epoch: int = 0            # ... and how many of its batches were used
-    tokens: int = 0                    # target tokens trained on, padding excluded
-    seconds: float = 0.0               # wall time spent in fit
-    train_seconds: float = 0.0         # of which in train_step
-    train_log: list[tuple[int, float, float, float]] = field(default_factory=list)   # (step, loss, nll, lr)
-    valid_log: list[tuple[int, float]] = field(default_factory=list)                 # (step, valid nll)
-    snapshots: list[tuple[int, dict[str, Tensor]]] = field(default_factory=list, repr=False)   # (step, weights)
-    scaler: dict[str, Any] | None = None   # the float16 loss scaler's state, when there is one
+    """Progress of a run; to_dict/from_dict carry all of it but the snapshots through a
+    checkpoint."""
+
+    step: int = 0  # optimizer steps done
+    epoch: int = 0  # current epoch ...
+    batch_in_epoch: int = 0  # ... and how many of its batches were used
+    tokens: int = 0  # target tokens trained on, padding excluded
+    seconds: float = 0.0  # wall time spent in fit
+    train_seconds: float = 0.0  # of which in train_step
+    # (step, loss, nll, lr)
+    train_log: list[tuple[int, float, float, float]] = field(default_factory=list)
+    # (step, valid nll)
+    valid_log: list[tuple[int, float]] = field(default_factory=list)
+    # (step, weights)
+    snapshots: list[tuple[int, dict[str, Tensor]]] = field(
+        default_factory=list, repr=False
+    )
+    # the float16 loss scaler's state, when there is one
+    scaler: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "snapshots"}
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if f.name != "snapshots"
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainState:
@@ -365,13 +515,20 @@ class TrainState:
         return cls(**{**d, **logs})
 
 # %% ../nbs/09_training.ipynb #f4b1b840
-def batch_stream(examples: Sequence[EncodedPair], max_tokens: int, seed: int, state: TrainState,
-                 shard: tuple[int, int] = (0, 1)) -> Iterator[Batch]:
-    "Batches of epoch after epoch from state.epoch, state.batch_in_epoch on; updates both as it yields. shard=(rank, world): every world-th batch from rank on."
+def batch_stream(
+    examples: Sequence[EncodedPair],
+    max_tokens: int,
+    seed: int,
+    state: TrainState,
+    shard: tuple[int, int] = (0, 1),
+) -> Iterator[Batch]:
+    """Batches of epoch after epoch from state.epoch, state.batch_in_epoch on; updates
+    both as it yields. shard=(rank, world): every world-th batch from rank on."""
     rank, world = shard
     while True:
         epoch = list(make_batches(examples, max_tokens, seed + state.epoch))
-        epoch = epoch[rank:len(epoch) - len(epoch) % world:world]   # the same number on every rank
+        # the same number on every rank
+        epoch = epoch[rank : len(epoch) - len(epoch) % world : world]
         for i in range(state.batch_in_epoch, len(epoch)):
             state.batch_in_epoch = i + 1
             yield epoch[i]
@@ -380,66 +537,113 @@ def batch_stream(examples: Sequence[EncodedPair], max_tokens: int, seed: int, st
 
 def snapshot(model: nn.Module) -> dict[str, Tensor]:
     "A copy of the model's weights on the CPU."
-    return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
+    return {
+        name: value.detach().to("cpu", copy=True)
+        for name, value in model.state_dict().items()
+    }
 
 # %% ../nbs/09_training.ipynb #d647c8b8
 def _budget_spent(state: TrainState, settings: TrainSettings) -> bool:
     steps_done = settings.max_steps is not None and state.step >= settings.max_steps
-    time_done = settings.max_minutes is not None and state.seconds >= 60 * settings.max_minutes
+    time_done = (
+        settings.max_minutes is not None and state.seconds >= 60 * settings.max_minutes
+    )
     return steps_done or time_done
 
 
-def finish_run(model: Transformer, state: TrainState, settings: TrainSettings,
-               valid_batches: Sequence[Batch]) -> TrainState:
-    "A copy of state whose last step has a validation loss and is the last snapshot; state itself stays resumable."
-    done = TrainState(**{**vars(state), "valid_log": list(state.valid_log), "snapshots": list(state.snapshots)})
+def finish_run(
+    model: Transformer,
+    state: TrainState,
+    settings: TrainSettings,
+    valid_batches: Sequence[Batch],
+) -> TrainState:
+    """A copy of state whose last step has a validation loss and is the last snapshot;
+    state itself stays resumable."""
+    done = TrainState(
+        **{
+            **vars(state),
+            "valid_log": list(state.valid_log),
+            "snapshots": list(state.snapshots),
+        }
+    )
     if not done.valid_log or done.valid_log[-1][0] != done.step:
         done.valid_log.append((done.step, evaluate(model, valid_batches, settings.amp)))
     if not done.snapshots or done.snapshots[-1][0] != done.step:
-        done.snapshots = (done.snapshots + [(done.step, snapshot(model))])[-settings.average_last:]
+        done.snapshots = (done.snapshots + [(done.step, snapshot(model))])[
+            -settings.average_last :
+        ]
     return done
 
 # %% ../nbs/09_training.ipynb #c768e6be
-def fit(model: Transformer, optimizer: torch.optim.Optimizer, train: Sequence[EncodedPair],
-        valid: Sequence[EncodedPair], settings: TrainSettings, state: TrainState | None = None,
-        progress: bool = True, log: Callable[[str], None] | None = tqdm.write,
-        on_checkpoint: Callable[[TrainState], None] | None = None,
-        stop: Callable[[], bool] | None = None, finish: bool = True, shard: tuple[int, int] = (0, 1),
-        parallel: Callable[[nn.Module], nn.Module] | None = None) -> TrainState:
-    "Train until the budget is spent or stop() is true; return the state (finish_run's copy if finish). shard and parallel: for data parallelism (chapter 09b)."
+def fit(
+    model: Transformer,
+    optimizer: torch.optim.Optimizer,
+    train: Sequence[EncodedPair],
+    valid: Sequence[EncodedPair],
+    settings: TrainSettings,
+    state: TrainState | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] | None = tqdm.write,
+    on_checkpoint: Callable[[TrainState], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+    finish: bool = True,
+    shard: tuple[int, int] = (0, 1),
+    parallel: Callable[[nn.Module], nn.Module] | None = None,
+) -> TrainState:
+    """Train until the budget is spent or stop() is true; return the state (finish_run's
+    copy if finish). shard and parallel: for data parallelism (chapter 09b)."""
     if not train or not valid:
-        raise ValueError(f"fit needs training and validation pairs, got {len(train)} and {len(valid)}")
+        raise ValueError(
+            f"fit needs training and validation pairs, got {len(train)} and "
+                f"{len(valid)}"
+        )
     state, device = state or TrainState(), next(model.parameters()).device
     attention_policy(device)
-    # dynamic=True: one compiled graph for every batch shape; length-bucketed batches would otherwise
+    # dynamic=True: one compiled graph for every batch shape; length-bucketed
+    # batches would otherwise
     # recompile for each new (B, S, T) (on an H100 that left 9 steps in 2.6 minutes)
-    forward = parallel(model) if parallel else model   # e.g. DistributedDataParallel
+    forward = parallel(model) if parallel else model  # e.g. DistributedDataParallel
     forward = torch.compile(forward, dynamic=True) if settings.compile else forward
-    valid_batches = [b.to(device) for b in make_batches(valid, settings.max_tokens, seed=0)]
+    valid_batches = [
+        b.to(device) for b in make_batches(valid, settings.max_tokens, seed=0)
+    ]
     batches = batch_stream(train, settings.max_tokens, settings.seed, state, shard)
     scaler = make_scaler(device, settings)
     if state.scaler:
         scaler.load_state_dict(state.scaler)
-    if progress:   # tqdm.auto: a widget in Jupyter (Colab), text in a terminal; imported only when used,
-        from tqdm.auto import tqdm as bar_class   # since it warns in a Jupyter without ipywidgets
-    bar = (bar_class if progress else tqdm)(total=settings.max_steps, initial=state.step, unit="step",
-                                            disable=not progress)
+    # tqdm.auto: a widget in Jupyter (Colab), text in a terminal; imported only
+    # when used,
+    if progress:
+        # since it warns in a Jupyter without ipywidgets
+        from tqdm.auto import tqdm as bar_class
+    bar = (bar_class if progress else tqdm)(
+        total=settings.max_steps, initial=state.step, unit="step", disable=not progress
+    )
     start, seconds0, tokens0 = time.perf_counter(), state.seconds, state.tokens
-    saved_at = state.seconds   # on_checkpoint every checkpoint_every steps or checkpoint_minutes
+    # on_checkpoint every checkpoint_every steps or checkpoint_minutes
+    saved_at = state.seconds
     model.train()
     while not _budget_spent(state, settings):
-        if stop is not None and stop():   # between steps, so that the state can be saved as it is
+        # between steps, so that the state can be saved as it is
+        if stop is not None and stop():
             bar.close()
             return state
         batch = next(batches)
         state.tokens += int((batch.tgt_out != model.config.pad_id).sum())
-        lr = noam_lr(state.step + 1, model.config.d_model, settings.warmup, settings.lr_factor)
+        lr = noam_lr(
+            state.step + 1, model.config.d_model, settings.warmup, settings.lr_factor
+        )
         t = time.perf_counter()
-        terms = train_step(model, batch.to(device), optimizer, lr, settings, forward, scaler)
+        terms = train_step(
+            model, batch.to(device), optimizer, lr, settings, forward, scaler
+        )
         state.scaler = scaler.state_dict() if scaler.is_enabled() else None
-        loss, nll = terms.loss.item(), terms.nll.item()   # .item() waits for the GPU: honest timing
+        # .item() waits for the GPU: honest timing
+        loss, nll = terms.loss.item(), terms.nll.item()
         if not math.isfinite(loss):
-            raise FloatingPointError(f"the loss is {loss} at step {state.step + 1}; lower the learning rate")
+            raise FloatingPointError(
+                f"the loss is {loss} at step {state.step + 1}; lower the learning rate"
+            )
         state.train_seconds += time.perf_counter() - t
         state.step += 1
         state.seconds = seconds0 + time.perf_counter() - start
@@ -448,89 +652,160 @@ def fit(model: Transformer, optimizer: torch.optim.Optimizer, train: Sequence[En
         bar.update()
         bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}")
         if state.step % settings.eval_every == 0:
-            state.valid_log.append((state.step, evaluate(model, valid_batches, settings.amp)))
+            state.valid_log.append(
+                (state.step, evaluate(model, valid_batches, settings.amp))
+            )
             if log:
-                log(f"step {state.step:5d} | train nll {nll:.3f} | valid nll {state.valid_log[-1][1]:.3f} "
-                    f"| lr {lr:.2e} | {tok_s:,.0f} tokens/s | {state.seconds / 60:.1f} min")
+                log(
+                    f"step {state.step:5d} | train nll {nll:.3f} | valid nll "
+                    f"{state.valid_log[-1][1]:.3f} "
+                    f"| lr {lr:.2e} | {tok_s:,.0f} tokens/s | "
+                    f"{state.seconds / 60:.1f} min"
+                )
         if state.step % settings.average_every == 0:
-            state.snapshots = (state.snapshots + [(state.step, snapshot(model))])[-settings.average_last:]
-        if on_checkpoint and (state.step % settings.checkpoint_every == 0
-                              or state.seconds - saved_at >= 60 * settings.checkpoint_minutes):
+            state.snapshots = (state.snapshots + [(state.step, snapshot(model))])[
+                -settings.average_last :
+            ]
+        if on_checkpoint and (
+            state.step % settings.checkpoint_every == 0
+            or state.seconds - saved_at >= 60 * settings.checkpoint_minutes
+        ):
             on_checkpoint(state)
             saved_at = state.seconds
     bar.close()
     return finish_run(model, state, settings, valid_batches) if finish else state
 
 # %% ../nbs/09_training.ipynb #2797a901
-DecodeFn = Callable[[Tensor, int], Sequence[Tensor]]   # (src (B, S), max_new_tokens) -> B rows, bos_id first
+# (src (B, S), max_new_tokens) -> B rows, bos_id first
+DecodeFn = Callable[[Tensor, int], Sequence[Tensor]]
 
 
 @torch.no_grad()
-def translate_batched(model: Transformer, tokenizer: SubwordTokenizer, sentences: Sequence[str],
-                      decode: DecodeFn, batch_size: int = 64) -> list[str]:
-    "Encode sentences, decode them in batches of similar length, return the texts in input order."
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+def translate_batched(
+    model: Transformer,
+    tokenizer: SubwordTokenizer,
+    sentences: Sequence[str],
+    decode: DecodeFn,
+    batch_size: int = 64,
+) -> list[str]:
+    """Encode sentences, decode them in batches of similar length, return the texts in
+    input order."""
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or batch_size < 1
+    ):
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     device, max_len = next(model.parameters()).device, model.config.max_len
     attention_policy(device)
-    ids = [x[: max_len - 1] for x in tokenizer.encode(list(sentences))]   # leave room for EOS
+    # leave room for EOS
+    ids = [x[: max_len - 1] for x in tokenizer.encode(list(sentences))]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(ids)
     model.eval()
     for k in range(0, len(order), batch_size):
-        chunk = order[k:k + batch_size]
+        chunk = order[k : k + batch_size]
         S = max(len(ids[i]) for i in chunk) + 1
         src = torch.full((len(chunk), S), PAD_ID, dtype=torch.long)
         for r, i in enumerate(chunk):
-            src[r, :len(ids[i]) + 1] = torch.tensor(ids[i] + [EOS_ID])
-        limit = [min(max_len - 1, n + n // 2 + 10) for n in (len(ids[i]) + 1 for i in chunk)]   # per sentence
+            src[r, : len(ids[i]) + 1] = torch.tensor(ids[i] + [EOS_ID])
+        # per sentence
+        limit = [
+            min(max_len - 1, n + n // 2 + 10) for n in (len(ids[i]) + 1 for i in chunk)
+        ]
         with autocast_for(device):
             rows = decode(src.to(device), max(limit))
         for r, i in enumerate(chunk):
-            out[i] = tokenizer.decode(rows[r][1:1 + limit[r]])   # decode skips EOS and the padding after it
+            # decode skips EOS and the padding after it
+            out[i] = tokenizer.decode(rows[r][1 : 1 + limit[r]])
     return out
 
 
-def greedy_translate(model: Transformer, tokenizer: SubwordTokenizer, sentences: Sequence[str],
-                     batch_size: int = 64) -> list[str]:
-    "Translate sentences with chapter 08's greedy_decode_uncached; texts in input order."
-    return translate_batched(model, tokenizer, sentences,
-                             lambda src, n: greedy_decode_uncached(model, src, n, BOS_ID, EOS_ID), batch_size)
+def greedy_translate(
+    model: Transformer,
+    tokenizer: SubwordTokenizer,
+    sentences: Sequence[str],
+    batch_size: int = 64,
+) -> list[str]:
+    """Translate sentences with chapter 08's greedy_decode_uncached; texts in input
+    order."""
+    return translate_batched(
+        model,
+        tokenizer,
+        sentences,
+        lambda src, n: greedy_decode_uncached(model, src, n, BOS_ID, EOS_ID),
+        batch_size,
+    )
 
 # %% ../nbs/09_training.ipynb #4d949422
 def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    "Corpus BLEU (0-100) of hypotheses against one reference each: sacrebleu's defaults, 13a tokenization."
+    """Corpus BLEU (0-100) of hypotheses against one reference each: sacrebleu's
+    defaults, 13a tokenization."""
     if len(hypotheses) != len(references):
-        raise ValueError(f"hypotheses and references must pair up, got {len(hypotheses)} and {len(references)}")
+        raise ValueError(
+            f"hypotheses and references must pair up, got {len(hypotheses)} and "
+                f"{len(references)}"
+        )
     return sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score
 
 # %% ../nbs/09_training.ipynb #11613bf0
-def corpus_scores(hypotheses: Sequence[str], references: dict[str, Sequence[str]]) -> dict[str, Any]:
-    "sacrebleu's BLEU and chrF against every reference stream at once, BLEU against the first alone, and signatures."
+def corpus_scores(
+    hypotheses: Sequence[str], references: dict[str, Sequence[str]]
+) -> dict[str, Any]:
+    """sacrebleu's BLEU and chrF against every reference stream at once, BLEU against
+    the first alone, and signatures."""
     if not references or any(len(r) != len(hypotheses) for r in references.values()):
-        raise ValueError(f"references must be one or more streams of {len(hypotheses)} sentences, got "
-                         f"{ {k: len(r) for k, r in references.items()} }")
+        raise ValueError(
+            f"references must be one or more streams of {len(hypotheses)} "
+                f"sentences, got "
+            f"{ {k: len(r) for k, r in references.items()} }"
+        )
     streams = [list(r) for r in references.values()]
     multi_bleu, chrf, single = sacrebleu.BLEU(), sacrebleu.CHRF(), sacrebleu.BLEU()
-    scores = {"bleu": multi_bleu.corpus_score(list(hypotheses), streams).score,
-              "chrf": chrf.corpus_score(list(hypotheses), streams).score,
-              "bleu_single": single.corpus_score(list(hypotheses), streams[:1]).score}
-    return {**scores, "single_reference": next(iter(references)), "references": list(references),
-            "bleu_signature": str(multi_bleu.get_signature()), "chrf_signature": str(chrf.get_signature())}
+    scores = {
+        "bleu": multi_bleu.corpus_score(list(hypotheses), streams).score,
+        "chrf": chrf.corpus_score(list(hypotheses), streams).score,
+        "bleu_single": single.corpus_score(list(hypotheses), streams[:1]).score,
+    }
+    return {
+        **scores,
+        "single_reference": next(iter(references)),
+        "references": list(references),
+        "bleu_signature": str(multi_bleu.get_signature()),
+        "chrf_signature": str(chrf.get_signature()),
+    }
 
 # %% ../nbs/09_training.ipynb #511468fc
 def describe_device(device: torch.device) -> str:
-    "A human-readable name for device: the GPU's name, or the CPU's model and torch's thread count."
+    """A human-readable name for device: the GPU's name, or the CPU's model and torch's
+    thread count."""
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
     model_name = platform.processor() or platform.machine()
     with contextlib.suppress(OSError):
-        names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
+        names = [
+            line.split(":", 1)[1].strip()
+            for line in open("/proc/cpuinfo")
+            if line.startswith("model name")
+        ]
         model_name = names[0] if names else model_name
     return f"CPU: {model_name}, {torch.get_num_threads()} threads"
 
 
-def run_record(device: torch.device, preset: str, config: TransformerConfig, settings: TrainSettings) -> dict[str, Any]:
-    "Device, versions, preset, model configuration and training settings of a run, as plain data."
-    return {"device": describe_device(device), "preset": preset, "torch": str(torch.__version__), "sacrebleu": sacrebleu.__version__,
-            "python": platform.python_version(), "config": asdict(config), "settings": asdict(settings)}
+def run_record(
+    device: torch.device,
+    preset: str,
+    config: TransformerConfig,
+    settings: TrainSettings,
+) -> dict[str, Any]:
+    """Device, versions, preset, model configuration and training settings of a run, as
+    plain data."""
+    return {
+        "device": describe_device(device),
+        "preset": preset,
+        "torch": str(torch.__version__),
+        "sacrebleu": sacrebleu.__version__,
+        "python": platform.python_version(),
+        "config": asdict(config),
+        "settings": asdict(settings),
+    }

@@ -1,0 +1,48 @@
+"""Code fits the page: the book shows 88 columns of code without scrolling at 1280 px
+(issue 14), and the package is read beside it. tools/fit_page.py fixes what runs over."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WIDTH = 88
+NOTEBOOKS = sorted((ROOT / "nbs").glob("*.ipynb"))
+# _modidx.py is nbdev's index, not code anyone reads
+MODULES = sorted(p for p in (ROOT / "transformer_lit").glob("*.py") if p.name != "_modidx.py")
+
+
+def too_wide(lines, where):
+    return [f"{where} line {n}: {len(line)} columns" for n, line in lines if len(line) > WIDTH]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_code_fits_the_page(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    wide = []
+    for k, cell in enumerate(cells):
+        if cell["cell_type"] == "code":
+            lines = "".join(cell["source"]).split("\n")
+            wide += too_wide(enumerate(lines, 1), f"cell {k}")
+    assert not wide, f"{path.name}: run tools/fit_page.py\n" + "\n".join(wide)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_package_code_fits_the_page(path):
+    # nbdev writes the chapter's one-line summary (before the first cell) and an
+    # `# %% auto` cell of __all__ itself; every other line comes from a notebook cell
+    numbered, cell = [], None
+    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+        if line.startswith("# %% "):
+            cell = line
+        if cell is not None and not cell.startswith("# %% auto"):
+            numbered.append((n, line))
+    wide = too_wide(numbered, path.name)
+    assert not wide, "\n".join(wide)
+
+
+def test_the_check_can_fail(tmp_path):
+    """The counter sees a long line as long: characters, not bytes (§, √ and é are one)."""
+    assert too_wide([(1, "§" * WIDTH)], "x") == []
+    assert too_wide([(1, "é" * (WIDTH + 1))], "x") == ["x line 1: 89 columns"]
