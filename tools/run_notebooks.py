@@ -15,11 +15,29 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def coalesce_streams(nb) -> None:
+    """Merge consecutive stream outputs of one cell (stdout with stdout, stderr with
+    stderr) into one: the kernel sends a message per print, and the book would draw a
+    separate box for each (a training log became ten boxes). nbval compares streams
+    coalesced the same way, so the stored outputs it checks are unchanged."""
+    for cell in nb.cells:
+        merged = []
+        for out in cell.get("outputs", []):
+            if (out.output_type == "stream" and merged
+                    and merged[-1].output_type == "stream" and merged[-1].name == out.name):
+                merged[-1].text += out.text
+            else:
+                merged.append(out)
+        if "outputs" in cell:
+            cell.outputs = merged
+
+
 def run(path: Path, timeout: int = 1800) -> None:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
+    coalesce_streams(nb)
     nbformat.write(nb, path)
 
 
