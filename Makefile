@@ -71,8 +71,12 @@ test: $(STAMP) check-tools
 	$(MAKE) --no-print-directory book
 	$(VENV)/bin/pytest tests -m browser
 
-# Re-execute notebooks in place (fresh kernel, counts 1..n) after editing them: make notebooks NB=nbs/02_attention.ipynb
-notebooks: export
+# Re-execute notebooks in place (fresh kernel, counts 1..n) after editing them, their code first
+# fitted to 88 columns (tools/fit_page.py): make notebooks NB=nbs/02_attention.ipynb
+notebooks: $(STAMP)
+	$(PY) tools/fit_page.py $(NB)
+	$(PY) tools/fold_figures.py $(NB)
+	$(MAKE) --no-print-directory export
 	$(PY) tools/run_notebooks.py $(NB)
 
 benchmarks: export

@@ -42,8 +42,10 @@ from torch import Tensor, nn
 
 from _common import device_name, interleaved_medians, write_result
 from bench_model import ADAM, TorchModel, check_same_model
+from transformer_lit.data import Batch
 from transformer_lit.inference import beam_search, greedy_decode
 from transformer_lit.model import Transformer, TransformerConfig, load_torch_transformer
+from transformer_lit.training import TrainSettings, make_optimizer, train_step
 
 PAD, BOS = 0, 1
 ALPHA = 0.6                 # beam search length penalty, both sides (ours: GNMT's alpha)
@@ -106,6 +108,11 @@ SETUP_DIFFERENCES = [
     "Decoding: Marian runs generate() with its default DynamicCache and logits processors, ours the "
     "package's KVCache; attention on both sides goes through F.scaled_dot_product_attention "
     "(Marian's attn_implementation is recorded).",
+    "Training, ours: the package's own train_step, which runs the output projection (and the loss) "
+    "on the positions that hold a target token only (chapter 09; same loss and gradients, asserted "
+    "in the chapter and in tests/test_fast_paths.py); the peers compute logits at every position, "
+    "as their models' forward does. Same loss (cross-entropy without smoothing, padding ignored), "
+    "no clipping, the same Adam settings, on all three.",
     "Training: Marian's dropout, attention_dropout and activation_dropout are all 0.1, as ours (residual, "
     "attention weights, FFN hidden units, embeddings + positions); it is called with use_cache=False, "
     "as with labels; the loss is computed outside the model, the same way for all three.",
@@ -233,6 +240,17 @@ def make_train_step(model: nn.Module, batch: tuple[Tensor, Tensor, Tensor]):
     return step
 
 
+def make_our_train_step(model: Transformer, batch: tuple[Tensor, Tensor, Tensor]):
+    """One step as the package trains: train_step (output projection on the target positions
+    only), with the peers' loss (no smoothing) and no clipping; Adam with ADAM's settings."""
+    settings = TrainSettings(max_steps=1, label_smoothing=0.0, clip_norm=None, amp=False,
+                             betas=ADAM["betas"], eps=ADAM["eps"])
+    optimizer = make_optimizer(model, settings)
+    src, tgt_in, tgt_out = batch
+    rows = Batch(src, tgt_in, tgt_out, torch.arange(src.shape[0]))
+    return lambda: train_step(model, rows, optimizer, ADAM["lr"], settings).loss
+
+
 def decode_models(sizes: Sizes) -> tuple[Transformer, nn.Module]:
     "Ours and Marian with the same weights, dropout 0, eval mode; their logits checked equal."
     ours = build_ours(sizes, dropout=0.0).eval()
@@ -283,6 +301,8 @@ def run_decoding(case: Case, ours: Transformer, marian: nn.Module, repeats: int,
     same = [torch.equal(a, b) for a, b in zip(out["ours"], out["marian"])]
     row["same_tokens"] = all(same)   # same weights: expected, not required (argmax near-ties)
     seconds = interleaved_medians(fns, device, repeats=repeats, warmup=warmup)
+    if case.batch == 1:   # where the time goes, after the timing (the profiler slows calls)
+        row["profile"] = operator_profile(fns)
     row["median_seconds"] = seconds
     row["tokens_per_s"] = {k: case.batch * n / s for k, s in seconds.items()}
     row["ratio_ours_to_marian"] = seconds["ours"] / seconds["marian"]
@@ -309,7 +329,8 @@ def run_train_step(case: Case, models: dict[str, nn.Module], repeats: int, warmu
     "Time one training step of each model on the same batch; ours / marian and ours / torch."
     vocab = models["ours"].config.tgt_vocab_size
     batch = random_batch(vocab, case.batch, case.src_len, case.tgt_len)
-    fns = {name: make_train_step(model.train(), batch) for name, model in models.items()}
+    fns = {name: (make_our_train_step if name == "ours" else make_train_step)(model.train(), batch)
+           for name, model in models.items()}
     seconds = interleaved_medians(fns, device, repeats=repeats, warmup=warmup)
     row = {**asdict(case), "dropout": models["ours"].config.dropout,
            "adam": {k: list(v) if isinstance(v, tuple) else v for k, v in ADAM.items()},
@@ -321,6 +342,22 @@ def run_train_step(case: Case, models: dict[str, nn.Module], repeats: int, warmu
     row["goal"] = {**goal, "met": row["ratio_ours_to_marian"] <= goal["max_ratio_vs_marian"]
                    and row["ratio_ours_to_torch"] <= goal["max_ratio_vs_torch"]}
     return row
+
+
+def operator_profile(fns: dict, top: int = 6) -> dict[str, dict]:
+    """One call of each fn under torch.profiler: the operators with the most self time (ms),
+    and the total self time and operator count (after one untimed call)."""
+    from torch.profiler import ProfilerActivity, profile
+    out = {}
+    for name, fn in fns.items():
+        fn()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            fn()
+        events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+        out[name] = {"total_ms": sum(e.self_cpu_time_total for e in events) / 1e3,
+                     "operators": sum(e.count for e in events),
+                     "top": [[e.key, e.count, e.self_cpu_time_total / 1e3] for e in events[:top]]}
+    return out
 
 
 def report(row: dict) -> str:

@@ -46,3 +46,19 @@ def test_the_check_can_fail(tmp_path):
     """The counter sees a long line as long: characters, not bytes (§, √ and é are one)."""
     assert too_wide([(1, "§" * WIDTH)], "x") == []
     assert too_wide([(1, "é" * (WIDTH + 1))], "x") == ["x line 1: 89 columns"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stream_outputs_come_in_one_box(path):
+    """A cell's printed lines are one output, not one box per message (chapter 09's
+    training log was ten): tools/run_notebooks.py coalesces them."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    split = []
+    for k, cell in enumerate(cells):
+        kinds = [
+            o.get("name") if o["output_type"] == "stream" else None
+            for o in cell.get("outputs", [])
+        ]
+        if any(a is not None and a == b for a, b in zip(kinds, kinds[1:])):
+            split.append(f"cell {k}")
+    assert not split, f"{path.name}: consecutive stream outputs in {split}"

@@ -11,17 +11,18 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
-from .attention import MultiHeadAttention, split_heads
+from .attention import MultiHeadAttention, fused_attention, split_heads
 from .data import BOS_ID, EOS_ID, SubwordTokenizer
 from .masking import padding_mask
 from .model import Transformer, greedy_decode_uncached
+from .positional import PositionalEncoding
 from .training import translate_batched
 
 # %% auto #0
-__all__ = ['KVCache', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'InputTruncatedWarning',
-           'translate']
+__all__ = ['KVCache', 'new_cache', 'decode_step', 'FastDecoder', 'fast_step', 'greedy_decode', 'gnmt_length_penalty',
+           'beam_search', 'InputTruncatedWarning', 'translate']
 
 # %% ../nbs/10_inference.ipynb #5b5cd812
 class KVCache:
@@ -83,13 +84,19 @@ class KVCache:
         self.length += 1
         self.position += 1
 
-    def reorder(self, index: Tensor) -> None:
+    def reorder(self, index: Tensor, cross: bool = True) -> None:
         """Keep rows `index` (B',) of every tensor, e.g. the beams that survive; B' may
-        differ from B."""
-        for name in ("self_k", "self_v", "cross_k", "cross_v"):
+        differ from B. cross=False leaves the cross-attention half (and the memory mask)
+        as it is: right when every row keeps a row of the same sentence, as beams do."""
+        names = (
+            ("self_k", "self_v", "cross_k", "cross_v")
+            if cross
+            else ("self_k", "self_v")
+        )
+        for name in names:
             # (L, B, ...) -> (L, B', ...)
             setattr(self, name, getattr(self, name).index_select(1, index))
-        if self.memory_mask is not None:
+        if cross and self.memory_mask is not None:
             # (B, 1, 1, S) -> (B', 1, 1, S)
             self.memory_mask = self.memory_mask.index_select(0, index)
 
@@ -190,6 +197,104 @@ def decode_step(model: Transformer, tokens: Tensor, cache: KVCache) -> Tensor:
     # (B, D) @ (D, V) -> (B, V)
     return F.linear(model.decoder.norm(y)[:, 0], model.tgt_embed.weight)
 
+# %% ../nbs/10_inference.ipynb #c1e2df19
+class FastDecoder:
+    """The decoder's weights gathered for `fast_step` once per decoding call (eval
+    mode): matrices transposed, (in, out); W^Q, W^K, W^V side by side, (D, 3D)."""
+
+    def __init__(self, model: Transformer):
+        if model.training:
+            raise ValueError("FastDecoder applies no dropout: call model.eval() first")
+        c = model.config
+        self.model, self.H, self.D, self.norm_first = (
+            model,
+            c.n_heads,
+            c.d_model,
+            c.norm_first,
+        )
+
+        def t(*linears: nn.Linear) -> tuple[Tensor, Tensor]:
+            # x @ W^T + b as addmm(b, x, W^T), with W^T contiguous: no
+            # transpose per step
+            w = torch.cat([lin.weight for lin in linears]).t().contiguous()
+            return torch.cat([lin.bias for lin in linears]), w
+
+        self.layers = []
+        for layer in model.decoder.layers:
+            sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
+            self.layers.append(
+                (
+                    t(sa.q_proj, sa.k_proj, sa.v_proj),  # (3D,), (D, 3D)
+                    t(sa.out_proj),
+                    t(ca.q_proj),
+                    t(ca.out_proj),
+                    t(ffn.linear1),
+                    ffn.activation,
+                    t(ffn.linear2),
+                    (layer.self_res.norm, layer.cross_res.norm, layer.ffn_res.norm),
+                )
+            )
+        self.embed_t = model.tgt_embed.weight.t().contiguous()  # (D, V), the projection
+        # the sinusoidal table, added directly (chapter 01's module checks and slices)
+        self.pe = model.pos.pe if isinstance(model.pos, PositionalEncoding) else None
+        # post-norm: none
+        self.final_norm = model.decoder.norm if c.norm_first else None
+
+# %% ../nbs/10_inference.ipynb #6de082fb
+def _norm(norm: nn.Module, x: Tensor) -> Tensor:
+    "The package's LayerNorm without its shape check: F.layer_norm over D."
+    return F.layer_norm(x, (x.shape[-1],), norm.weight, norm.bias, norm.eps)
+
+
+def _add_norm(fd: FastDecoder, norm: nn.Module, x: Tensor, y: Tensor) -> Tensor:
+    """Chapter 04's residual: norm(x + y) post-norm; x + y pre-norm (the input was
+    normed)."""
+    return x + y if fd.norm_first else _norm(norm, x + y)
+
+
+def _embed(fd: FastDecoder, tokens: Tensor, t: int) -> Tensor:
+    "tokens (B, 1) at position t -> scaled embedding plus positional encoding (B, D)."
+    model = fd.model
+    x = model.tgt_embed(tokens) * math.sqrt(fd.D)  # (B, 1) -> (B, 1, D)
+    if fd.pe is None:  # another positional module: called as the model calls it
+        return model.pos(x, offset=t)[:, 0]
+    return x[:, 0] + fd.pe[t].to(x.dtype)  # (B, D) + (D,)
+
+# %% ../nbs/10_inference.ipynb #14050138
+@torch.no_grad()
+def fast_step(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
+    """decode_step's function in fewer operations: tokens (B, 1) at slot cache.length ->
+    next-token logits (B, V)."""
+    B, H, D, t = tokens.shape[0], fd.H, fd.D, cache.length
+    if t >= cache.max_len:
+        raise ValueError(f"the cache is full: all max_len = {t} slots are written")
+    x = _embed(fd, tokens, t)  # (B, D)
+    for i, (qkv, out, cross_q, cross_out, up, act, down, norms) in enumerate(fd.layers):
+        h = _norm(norms[0], x) if fd.norm_first else x
+        # (B, D) @ (D, 3D) -> 3 x (B, H, 1, Dh): one product for q, k and v
+        q, k, v = torch.addmm(*qkv[:1], h, qkv[1]).view(B, 3, H, 1, D // H).unbind(1)
+        keys, values = cache.self_k[i], cache.self_v[i]  # (B, H, Tmax, Dh)
+        keys[:, :, t : t + 1], values[:, :, t : t + 1] = k, v  # into the slot, in place
+        a = F.scaled_dot_product_attention(
+            q, keys[:, :, : t + 1], values[:, :, : t + 1]
+        )
+        x = _add_norm(fd, norms[0], x, torch.addmm(out[0], a.reshape(B, D), out[1]))
+
+        h = _norm(norms[1], x) if fd.norm_first else x
+        q = torch.addmm(cross_q[0], h, cross_q[1]).view(B, H, 1, D // H)
+        a = fused_attention(q, cache.cross_k[i], cache.cross_v[i], cache.memory_mask)
+        x = _add_norm(
+            fd, norms[1], x, torch.addmm(cross_out[0], a.reshape(B, D), cross_out[1])
+        )
+
+        h = _norm(norms[2], x) if fd.norm_first else x
+        y = torch.addmm(down[0], act(torch.addmm(up[0], h, up[1])), down[1])  # (B, D)
+        x = _add_norm(fd, norms[2], x, y)
+    cache.advance()
+    if fd.final_norm is not None:  # pre-norm: the stack's final LayerNorm
+        x = _norm(fd.final_norm, x)
+    return x @ fd.embed_t  # (B, D) @ (D, V) -> (B, V)
+
 # %% ../nbs/10_inference.ipynb #c122b3a2
 def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id: int,
                        eos_id: int | None, rows: int | None = None) -> None:
@@ -226,9 +331,10 @@ def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id:
 # %% ../nbs/10_inference.ipynb #518113db
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: Tensor, max_new_tokens: int, bos_id: int,
-                  eos_id: int | None = None, use_cache: bool = True) -> Tensor:
+                  eos_id: int | None = None, use_cache: bool = True,
+                  fast: bool = True) -> Tensor:
     """src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id
-    are padded with pad_id after it."""
+    are padded with pad_id after it. fast: FastDecoder's step (eval mode only)."""
     _check_decode_args(model, max_new_tokens, bos_id, eos_id)
     if not use_cache:
         return greedy_decode_uncached(model, src, max_new_tokens, bos_id, eos_id)
@@ -238,9 +344,13 @@ def greedy_decode(model: Transformer, src: Tensor, max_new_tokens: int, bos_id: 
     out[:, 0] = bos_id
     cache = new_cache(model, memory, src, max(max_new_tokens, 1))
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    fd = FastDecoder(model) if fast and not model.training else None
     for t in range(max_new_tokens):
-        # (B, V) -> (B,)
-        next_id = decode_step(model, out[:, t : t + 1], cache).argmax(-1)
+        tokens = out[:, t : t + 1]  # (B, 1)
+        logits = (
+            fast_step(fd, tokens, cache) if fd else decode_step(model, tokens, cache)
+        )
+        next_id = logits.argmax(-1)  # (B, V) -> (B,)
         out[:, t + 1] = next_id.masked_fill(done, pad)  # finished rows only pad
         if eos_id is not None:
             done |= next_id == eos_id
@@ -307,7 +417,8 @@ def _check_beam_args(model: Transformer, beam_size: int, length_penalty: float) 
 @torch.no_grad()
 def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
                 max_new_tokens: int | Tensor = 100, bos_id: int = 1, eos_id: int = 2,
-                length_penalty: float = 0.6, use_cache: bool = True) -> list[Tensor]:
+                length_penalty: float = 0.6, use_cache: bool = True,
+                fast: bool = True) -> list[Tensor]:
     """src (B, S) -> per sentence the best hypothesis (1 + n,), bos_id first, by log P /
     ((5 + n) / 6) ** alpha."""
     _check_beam_args(model, beam_size, length_penalty)
@@ -321,6 +432,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
     if use_cache:
         cache = new_cache(model, memory, src, max(n, 1))
         cache.reorder(beam_rows)  # cross K/V expand too
+        fd = FastDecoder(model) if fast and not model.training else None
     else:  # for comparison: the plain loop
         memory, src = memory.index_select(0, beam_rows), src.index_select(0, beam_rows)
     tokens = torch.full((B * k, 1 + n), pad, dtype=torch.long, device=dev)
@@ -334,7 +446,10 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
     for t in range(n):
         done = done | (budget <= t)[:, None]  # budget spent: all its beams frozen
         if use_cache:
-            logits = decode_step(model, tokens[:, t : t + 1], cache)  # (B*k, V)
+            last = tokens[:, t : t + 1]  # (B*k, 1)
+            logits = (
+                fast_step(fd, last, cache) if fd else decode_step(model, last, cache)
+            )
         else:
             # whole prefix again
             logits = model.decode(tokens[:, : t + 1], memory, src)[:, -1]
@@ -347,7 +462,9 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
         tokens = tokens.index_select(0, rows)
         tokens[:, t + 1] = token.view(-1)
         if use_cache:
-            cache.reorder(rows)  # every layer follows its parent
+            # every layer follows its parent; a parent is a beam of the same sentence,
+            # so the cross-attention half stays as it is
+            cache.reorder(rows, cross=False)
         if done.all():
             break
     return _best_hypotheses(tokens, score, length, length_penalty)

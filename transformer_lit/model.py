@@ -156,24 +156,32 @@ class Transformer(nn.Module):
         x = self.pos(self.src_embed(src) * math.sqrt(self.config.d_model))
         return self.encoder(x, padding_mask(src, self.config.pad_id))  # (B, S, D)
 
-    def decode(self, tgt: Tensor, memory: Tensor, src: Tensor) -> Tensor:
+    def decoder_states(self, tgt: Tensor, memory: Tensor, src: Tensor) -> Tensor:
         """tgt (B, T) ids (shifted right), memory (B, S, D), src (B, S) for its padding
-        -> logits (B, T, V)."""
+        -> the decoder's output (B, T, D), before the output projection."""
         _check_tokens("tgt", tgt, self.config.tgt_vocab_size, self.config.max_len)
         if memory.shape[:2] != src.shape:
             raise ValueError(
                 f"memory (B, S, D) = {tuple(memory.shape)} does not match src (B, "
-                    f"S) = {tuple(src.shape)}"
+                f"S) = {tuple(src.shape)}"
             )
         # (B, T) -> (B, T, D)
         y = self.pos(self.tgt_embed(tgt) * math.sqrt(self.config.d_model))
-        h = self.decoder(
+        return self.decoder(
             y,
             memory,
             causal_mask(tgt.shape[1], tgt.device),
             padding_mask(src, self.config.pad_id),
         )
-        return F.linear(h, self.tgt_embed.weight)  # (B, T, D) @ (D, V) -> (B, T, V)
+
+    def project(self, h: Tensor) -> Tensor:
+        "The tied output projection (§3.4): decoder states (..., D) -> logits (..., V)."
+        return F.linear(h, self.tgt_embed.weight)  # (..., D) @ (D, V) -> (..., V)
+
+    def decode(self, tgt: Tensor, memory: Tensor, src: Tensor) -> Tensor:
+        """tgt (B, T) ids (shifted right), memory (B, S, D), src (B, S) for its padding
+        -> logits (B, T, V)."""
+        return self.project(self.decoder_states(tgt, memory, src))
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """src (B, S), tgt (B, T) -> logits (B, T, tgt_vocab_size): position t scores

@@ -1,0 +1,124 @@
+"""The fast paths the package runs equal the explicit ones the book teaches (issue 15):
+FastDecoder's decoding step against decode_step, greedy and beam search both ways, and
+train_step's projection of the target positions only against the full logits."""
+
+import pytest
+import torch
+
+from transformer_lit.data import Batch
+from transformer_lit.inference import (
+    FastDecoder,
+    beam_search,
+    decode_step,
+    fast_step,
+    greedy_decode,
+    new_cache,
+)
+from transformer_lit.model import Transformer, TransformerConfig
+from transformer_lit.training import TrainSettings, make_optimizer, train_step
+
+CONFIGS = [
+    dict(norm_first=False),
+    dict(norm_first=True),
+    dict(norm_first=True, share_embeddings=True, tgt_vocab_size=50),
+]
+
+
+def model_and_source(seed: int, **config) -> tuple[Transformer, torch.Tensor]:
+    torch.manual_seed(seed)
+    model = Transformer(TransformerConfig.tiny(**config)).eval()
+    src = torch.randint(3, 50, (4, 9))
+    src[1, 6:] = 0  # padded rows: the cross-attention mask is used
+    src[3, 3:] = 0
+    return model, src
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_fast_step_equals_decode_step(config):
+    model, src = model_and_source(0, **config)
+    tgt = torch.randint(3, model.config.tgt_vocab_size, (4, 12))
+    memory = model.encode(src)
+    explicit, fast = (new_cache(model, memory, src, 12) for _ in range(2))
+    fd = FastDecoder(model)
+    for t in range(12):
+        torch.testing.assert_close(
+            fast_step(fd, tgt[:, t : t + 1], fast),
+            decode_step(model, tgt[:, t : t + 1], explicit),
+        )
+    assert fast.length == explicit.length == 12
+    torch.testing.assert_close(fast.self_k, explicit.self_k)
+    torch.testing.assert_close(fast.self_v, explicit.self_v)
+    with pytest.raises(ValueError, match="cache is full"):
+        fast_step(fd, tgt[:, :1], fast)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_greedy_fast_equals_explicit(config, seed):
+    model, src = model_and_source(seed, **config)
+    for eos_id in (None, 7):
+        fast = greedy_decode(model, src, 20, bos_id=1, eos_id=eos_id)
+        explicit = greedy_decode(model, src, 20, bos_id=1, eos_id=eos_id, fast=False)
+        assert torch.equal(fast, explicit), (seed, eos_id)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("beam", [2, 4])
+def test_beam_fast_equals_explicit(config, beam):
+    model, src = model_and_source(3, **config)
+    budgets = torch.tensor([15, 6, 15, 9])  # one budget per sentence
+    fast = beam_search(model, src, beam, budgets, bos_id=1, eos_id=2)
+    explicit = beam_search(model, src, beam, budgets, bos_id=1, eos_id=2, fast=False)
+    assert len(fast) == len(explicit) == 4
+    assert all(torch.equal(a, b) for a, b in zip(fast, explicit))
+
+
+def test_fast_decoder_needs_eval_mode_and_decoding_falls_back():
+    model, src = model_and_source(0)
+    model.train()
+    with pytest.raises(ValueError, match="model.eval"):
+        FastDecoder(model)
+    torch.manual_seed(5)
+    a = greedy_decode(model, src, 5, bos_id=1)  # training mode: the explicit step
+    torch.manual_seed(5)
+    b = greedy_decode(model, src, 5, bos_id=1, fast=False)
+    assert torch.equal(a, b)
+
+
+def test_reorder_without_cross_keeps_the_cross_half():
+    model, src = model_and_source(0)
+    cache = new_cache(model, model.encode(src), src, 4)
+    cross_k, mask = cache.cross_k, cache.memory_mask
+    cache.reorder(torch.tensor([1, 0, 3, 2]), cross=False)
+    assert cache.cross_k is cross_k and cache.memory_mask is mask
+    cache.reorder(torch.tensor([1, 0, 3, 2]))
+    torch.testing.assert_close(cache.cross_k, cross_k[:, [1, 0, 3, 2]])
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_train_step_projects_only_target_positions(norm_first, smoothing):
+    "Same loss, gradients and updated weights as projecting every position."
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(3, 50, (5, 8), generator=g)
+    tgt = torch.randint(3, 60, (5, 7), generator=g)
+    src[2, 5:] = 0
+    tgt[1, 3:] = 0  # target padding: positions the fast path skips
+    tgt[4, 5:] = 0
+    batch = Batch(src, tgt, tgt.roll(-1, 1).masked_fill(tgt == 0, 0), torch.arange(5))
+    settings = TrainSettings(max_steps=1, label_smoothing=smoothing, clip_norm=1.0)
+    out = {}
+    for name in ("projected", "every"):
+        torch.manual_seed(1)
+        model = Transformer(TransformerConfig.tiny(norm_first=norm_first, dropout=0.0))
+        optimizer = make_optimizer(model, settings)
+        forward = None if name == "projected" else model
+        terms = train_step(model, batch, optimizer, 1e-3, settings, forward)
+        grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+        out[name] = terms, grads, model.state_dict()
+    torch.testing.assert_close(out["projected"][0].loss, out["every"][0].loss)
+    torch.testing.assert_close(out["projected"][0].nll, out["every"][0].nll)
+    for n, grad in out["projected"][1].items():
+        torch.testing.assert_close(grad, out["every"][1][n], rtol=1e-4, atol=1e-6)
+    for n, w in out["projected"][2].items():
+        torch.testing.assert_close(w, out["every"][2][n], rtol=1e-4, atol=1e-6)
