@@ -6,7 +6,7 @@ The model is random (vocabulary 8000, D=256, H=4, 3+3 layers, F=1024) and the so
 tokens; eos_id is None, so every run writes exactly n tokens. For n = 32, 64, 128, 256, 512 new
 tokens at batch 1 and batch 32 the script times `greedy_decode` (cached) and
 `greedy_decode_uncached` in alternation, so that a slow spell of the machine hits both, and
-writes tokens/s and their ratio to transformer_lit/results/decode_<device>.json. Goal: cached >= 5x
+writes tokens/s and their ratio to transformer_lit/results/decode_<device>.json. Goal: cached >= 8x
 faster at 256 new tokens, batch 1, on a CPU.
 
 The uncached loop costs O(n^2) positions. Runs it would take longer than --uncached-budget seconds
@@ -37,7 +37,7 @@ from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_
 LENGTHS = (32, 64, 128, 256, 512)
 BATCHES = (1, 32)
 SRC_LEN, BOS = 32, 1
-GOAL = {"batch": 1, "new_tokens": 256, "min_speedup": 5.0}
+GOAL = {"batch": 1, "new_tokens": 256, "min_speedup": 8.0}   # issue 15 (it was 5x)
 MODELS = {   # TransformerConfig arguments
     "bench": dict(src_vocab_size=8000, tgt_vocab_size=8000, d_model=256, n_heads=4, n_layers=3, d_ff=1024),
     "base": dict(src_vocab_size=37000, tgt_vocab_size=37000, share_embeddings=True),   # Table 3, D=512, 6+6

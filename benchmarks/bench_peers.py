@@ -19,7 +19,9 @@ Cases, on a CPU with one thread unless --threads says otherwise (source length S
   3. beam search, beam 4, batch 1, 64 new tokens: beam_search vs generate(num_beams=4,
      length_penalty=0.6, early_stopping=False), eos never reached (see SETUP_DIFFERENCES);
   4. one training step, B=32, S=T=32 (random rows padded after a random length), dropout 0.1 in
-     train mode: forward, cross-entropy over the non-padding targets, backward, one Adam step.
+     train mode: forward, cross-entropy over the non-padding targets, backward, one Adam step
+     (ours: the package's train_step, which projects only the target positions).
+At batch 1 each decoding case also profiles one run of each side (top operators by self time).
 Each case times its functions in alternation (_common.interleaved_medians), prints the medians and
 ours / theirs, asserts that both sides wrote the same number of tokens, and the script writes
 transformer_lit/results/peers_<device>.json with the device, the 1-minute load average before and
@@ -106,8 +108,9 @@ SETUP_DIFFERENCES = [
     "an id that, checked before timing, never ends a best hypothesis early (recorded as beam_eos_id); "
     "both return 1 + n tokens (asserted). Every beam is computed every step on both sides regardless.",
     "Decoding: Marian runs generate() with its default DynamicCache and logits processors, ours the "
-    "package's KVCache; attention on both sides goes through F.scaled_dot_product_attention "
-    "(Marian's attn_implementation is recorded).",
+    "package's KVCache and its fast step (greedy_decode / beam_search with their defaults; "
+    "FastDecoder, chapter 10); attention on both sides goes through "
+    "F.scaled_dot_product_attention (Marian's attn_implementation is recorded).",
     "Training, ours: the package's own train_step, which runs the output projection (and the loss) "
     "on the positions that hold a target token only (chapter 09; same loss and gradients, asserted "
     "in the chapter and in tests/test_fast_paths.py); the peers compute logits at every position, "
