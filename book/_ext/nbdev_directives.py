@@ -14,7 +14,8 @@ change what a reader sees become Jupyter Book cell tags:
                             so the reader always knows which code is the package (STYLE.md, rule 16)
 
 The label is a paragraph with the CSS class `nbdev-export-label` (styled in
-book/_static/custom.css), put first inside the cell's container; the cell also gets the tag
+book/_static/custom.css), put first inside the cell's container after myst-nb has folded
+hidden inputs (so an exported cell may be folded too, its label staying visible); the cell also gets the tag
 `nbdev-export` (class `tag_nbdev-export`). Unexported cells get neither.
 
 It also switches on MyST's `html_image` extension, so that a chapter's
@@ -28,6 +29,7 @@ import json
 from pathlib import Path
 
 from docutils import nodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 TAGS = {"hide": "remove-cell", "code-fold: true": "hide-input",
         "echo: false": "remove-input", "output: false": "remove-output"}
@@ -119,6 +121,18 @@ def label_exported_cells(app, doctree) -> None:
             cell.insert(0, label)
 
 
+class LabelExportedCells(SphinxPostTransform):
+    """Label the exported cells after myst-nb's HideInputCells (priority 199) has folded the
+    inputs tagged hide-input: that transform looks for the code as the cell's first child,
+    so a label put there earlier kept an exported cell from folding. Now the label sits
+    above the fold and the code can be folded under it (09a's deeper section)."""
+
+    default_priority = 200
+
+    def run(self, **kwargs) -> None:
+        label_exported_cells(self.app, self.document)
+
+
 def enable_html_image(app, config) -> None:
     "Let MyST turn <img> tags in markdown into Sphinx images (copied into the site, alt kept)."
     if "html_image" not in config.myst_enable_extensions:
@@ -140,7 +154,7 @@ def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
 def setup(app):
     app.connect("config-inited", enable_html_image)
     app.connect("source-read", on_source_read)
-    app.connect("doctree-read", label_exported_cells)
+    app.add_post_transform(LabelExportedCells)
     # last (priority > 501), after the themes have added their scripts to the page
     app.connect("html-page-context", dedupe_scripts, priority=999)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
