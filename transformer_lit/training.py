@@ -157,10 +157,12 @@ def _is_real(value: Any) -> bool:
 
 # %% ../nbs/09_training.ipynb #987be0f0
 def make_optimizer(model: nn.Module, settings: TrainSettings) -> torch.optim.Adam:
-    """Adam with the paper's betas and eps (§5.3); train_step sets the learning rate
-    before every step."""
+    """Adam with the paper's betas and eps (§5.3), fused where PyTorch has the kernel;
+    train_step sets the learning rate before every step."""
+    params = list(model.parameters())
+    fused = all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params)
     return torch.optim.Adam(
-        model.parameters(), lr=0.0, betas=settings.betas, eps=settings.eps
+        params, lr=0.0, betas=settings.betas, eps=settings.eps, fused=fused or None
     )
 
 # %% ../nbs/09_training.ipynb #e3ab23ad
