@@ -26,7 +26,7 @@ __all__ = ['PRETRAINED_FILE', 'PRETRAINED_SHA256', 'pretrained_path', 'load_pret
 PRETRAINED_FILE = "model.pt"   # in the package folder transformer_lit/pretrained/
 # Written by tools/export_pretrained.py when the model was exported; it prints this
 # digest.
-PRETRAINED_SHA256 = "f95f1e38af3b19cdb7ec1e77833d4ed0aab532db715c26cfcabee77d636abe18"
+PRETRAINED_SHA256 = "6f78fcf37294a13c2184a60ae76d3ac07bc4a2d1b054cac37d768f0c06f8bc4b"
 
 
 def pretrained_path() -> Path:

@@ -160,7 +160,9 @@ def make_optimizer(model: nn.Module, settings: TrainSettings) -> torch.optim.Ada
     """Adam with the paper's betas and eps (§5.3), fused where PyTorch has the kernel;
     train_step sets the learning rate before every step."""
     params = list(model.parameters())
-    fused = all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params)
+    fused = all(
+        p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params
+    )
     return torch.optim.Adam(
         params, lr=0.0, betas=settings.betas, eps=settings.eps, fused=fused or None
     )
