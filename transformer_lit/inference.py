@@ -198,6 +198,13 @@ def decode_step(model: Transformer, tokens: Tensor, cache: KVCache) -> Tensor:
     return F.linear(model.decoder.norm(y)[:, 0], model.tgt_embed.weight)
 
 # %% ../nbs/10_inference.ipynb #c1e2df19
+def _packed(*linears: nn.Linear) -> tuple[Tensor, Tensor]:
+    """Biases (out,) and weights of linears side by side, transposed and contiguous (in,
+    out)."""
+    weight = torch.cat([lin.weight for lin in linears])  # (out, in)
+    return torch.cat([lin.bias for lin in linears]), weight.t().contiguous()
+
+
 class FastDecoder:
     """The decoder's weights gathered for `fast_step` once per decoding call (eval
     mode): matrices transposed, (in, out); W^Q, W^K, W^V side by side, (D, 3D)."""
@@ -206,34 +213,17 @@ class FastDecoder:
         if model.training:
             raise ValueError("FastDecoder applies no dropout: call model.eval() first")
         c = model.config
-        self.model, self.H, self.D, self.norm_first = (
-            model,
-            c.n_heads,
-            c.d_model,
-            c.norm_first,
-        )
-
-        def t(*linears: nn.Linear) -> tuple[Tensor, Tensor]:
-            # x @ W^T + b as addmm(b, x, W^T), with W^T contiguous: no
-            # transpose per step
-            w = torch.cat([lin.weight for lin in linears]).t().contiguous()
-            return torch.cat([lin.bias for lin in linears]), w
-
+        self.model, self.norm_first = model, c.norm_first
+        self.H, self.D = c.n_heads, c.d_model
         self.layers = []
         for layer in model.decoder.layers:
             sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
-            self.layers.append(
-                (
-                    t(sa.q_proj, sa.k_proj, sa.v_proj),  # (3D,), (D, 3D)
-                    t(sa.out_proj),
-                    t(ca.q_proj),
-                    t(ca.out_proj),
-                    t(ffn.linear1),
-                    ffn.activation,
-                    t(ffn.linear2),
-                    (layer.self_res.norm, layer.cross_res.norm, layer.ffn_res.norm),
-                )
-            )
+            norms = (layer.self_res.norm, layer.cross_res.norm, layer.ffn_res.norm)
+            self.layers.append((
+                _packed(sa.q_proj, sa.k_proj, sa.v_proj),  # (3D,), (D, 3D)
+                _packed(sa.out_proj), _packed(ca.q_proj), _packed(ca.out_proj),
+                _packed(ffn.linear1), ffn.activation, _packed(ffn.linear2), norms,
+            ))
         self.embed_t = model.tgt_embed.weight.t().contiguous()  # (D, V), the projection
         # the sinusoidal table, added directly (chapter 01's module checks and slices)
         self.pe = model.pos.pe if isinstance(model.pos, PositionalEncoding) else None
@@ -250,6 +240,12 @@ def _add_norm(fd: FastDecoder, norm: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     """Chapter 04's residual: norm(x + y) post-norm; x + y pre-norm (the input was
     normed)."""
     return x + y if fd.norm_first else _norm(norm, x + y)
+
+
+def _affine(bias_weight: tuple[Tensor, Tensor], x: Tensor) -> Tensor:
+    "x (B, in) @ W^T (in, out) + b, with W^T stored contiguous: -> (B, out)."
+    bias, weight_t = bias_weight
+    return torch.addmm(bias, x, weight_t)
 
 
 def _embed(fd: FastDecoder, tokens: Tensor, t: int) -> Tensor:
@@ -270,26 +266,24 @@ def fast_step(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
         raise ValueError(f"the cache is full: all max_len = {t} slots are written")
     x = _embed(fd, tokens, t)  # (B, D)
     for i, (qkv, out, cross_q, cross_out, up, act, down, norms) in enumerate(fd.layers):
+        # masked self-attention: one product for q, k and v, (B, D) -> 3 x (B, H, 1, Dh)
         h = _norm(norms[0], x) if fd.norm_first else x
-        # (B, D) @ (D, 3D) -> 3 x (B, H, 1, Dh): one product for q, k and v
-        q, k, v = torch.addmm(*qkv[:1], h, qkv[1]).view(B, 3, H, 1, D // H).unbind(1)
+        q, k, v = _affine(qkv, h).view(B, 3, H, 1, D // H).unbind(1)
         keys, values = cache.self_k[i], cache.self_v[i]  # (B, H, Tmax, Dh)
-        keys[:, :, t : t + 1], values[:, :, t : t + 1] = k, v  # into the slot, in place
+        keys[:, :, t : t + 1] = k  # into slot t, in place
+        values[:, :, t : t + 1] = v
         a = F.scaled_dot_product_attention(
             q, keys[:, :, : t + 1], values[:, :, : t + 1]
         )
-        x = _add_norm(fd, norms[0], x, torch.addmm(out[0], a.reshape(B, D), out[1]))
-
+        x = _add_norm(fd, norms[0], x, _affine(out, a.reshape(B, D)))
+        # cross-attention over the memory's keys and values, projected once
         h = _norm(norms[1], x) if fd.norm_first else x
-        q = torch.addmm(cross_q[0], h, cross_q[1]).view(B, H, 1, D // H)
+        q = _affine(cross_q, h).view(B, H, 1, D // H)
         a = fused_attention(q, cache.cross_k[i], cache.cross_v[i], cache.memory_mask)
-        x = _add_norm(
-            fd, norms[1], x, torch.addmm(cross_out[0], a.reshape(B, D), cross_out[1])
-        )
-
+        x = _add_norm(fd, norms[1], x, _affine(cross_out, a.reshape(B, D)))
+        # feed-forward: (B, D) -> (B, F) -> (B, D)
         h = _norm(norms[2], x) if fd.norm_first else x
-        y = torch.addmm(down[0], act(torch.addmm(up[0], h, up[1])), down[1])  # (B, D)
-        x = _add_norm(fd, norms[2], x, y)
+        x = _add_norm(fd, norms[2], x, _affine(down, act(_affine(up, h))))
     cache.advance()
     if fd.final_norm is not None:  # pre-norm: the stack's final LayerNorm
         x = _norm(fd.final_norm, x)
