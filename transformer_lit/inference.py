@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from .attention import MultiHeadAttention, fused_attention, split_heads
 from .data import BOS_ID, EOS_ID, SubwordTokenizer
 from .masking import padding_mask
-from .model import Transformer, greedy_decode_uncached
+from .model import Transformer, _check_new_tokens, greedy_decode_uncached
 from .positional import PositionalEncoding
 from .training import translate_batched
 
@@ -262,19 +262,14 @@ def fast_step(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
     """decode_step's function in fewer operations: tokens (B, 1) at slot cache.length ->
     next-token logits (B, V)."""
     B, H, D, t = tokens.shape[0], fd.H, fd.D, cache.length
-    if t >= cache.max_len:
-        raise ValueError(f"the cache is full: all max_len = {t} slots are written")
     x = _embed(fd, tokens, t)  # (B, D)
     for i, (qkv, out, cross_q, cross_out, up, act, down, norms) in enumerate(fd.layers):
         # masked self-attention: one product for q, k and v, (B, D) -> 3 x (B, H, 1, Dh)
         h = _norm(norms[0], x) if fd.norm_first else x
         q, k, v = _affine(qkv, h).view(B, 3, H, 1, D // H).unbind(1)
-        keys, values = cache.self_k[i], cache.self_v[i]  # (B, H, Tmax, Dh)
-        keys[:, :, t : t + 1] = k  # into slot t, in place
-        values[:, :, t : t + 1] = v
-        a = F.scaled_dot_product_attention(
-            q, keys[:, :, : t + 1], values[:, :, : t + 1]
-        )
+        # into slot t, in place; the filled prefix back: (B, H, t + 1, Dh)
+        keys, values, mask = cache.update(i, k, v)
+        a = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
         x = _add_norm(fd, norms[0], x, _affine(out, a.reshape(B, D)))
         # cross-attention over the memory's keys and values, projected once
         h = _norm(norms[1], x) if fd.norm_first else x
@@ -303,14 +298,7 @@ def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id:
         if rows and int(n.min()) < 0:
             raise ValueError(f"max_new_tokens must be >= 0, got {n.tolist()}")
         max_new_tokens = int(n.max()) if rows else 0  # the largest, checked below
-    if (
-        isinstance(max_new_tokens, bool)
-        or not isinstance(max_new_tokens, int)
-        or max_new_tokens < 0
-    ):
-        raise ValueError(
-            f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}"
-        )
+    _check_new_tokens(max_new_tokens)
     if max_new_tokens > model.config.max_len:
         raise ValueError(
             f"max_new_tokens = {max_new_tokens} > config.max_len = "

@@ -226,6 +226,18 @@ def load_torch_transformer(ours: Transformer, theirs: nn.Transformer) -> Transfo
     return ours
 
 # %% ../nbs/08_transformer.ipynb #7ba43d45
+def _check_new_tokens(max_new_tokens: int) -> None:
+    "ValueError naming max_new_tokens unless it is an int >= 0 (a bool is not)."
+    if (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 0
+    ):
+        raise ValueError(
+            f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}"
+        )
+
+
 @torch.no_grad()
 def greedy_decode_uncached(
     model: Transformer,
@@ -236,14 +248,7 @@ def greedy_decode_uncached(
 ) -> Tensor:
     """src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id
     are padded with pad_id after it."""
-    if (
-        isinstance(max_new_tokens, bool)
-        or not isinstance(max_new_tokens, int)
-        or max_new_tokens < 0
-    ):
-        raise ValueError(
-            f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}"
-        )
+    _check_new_tokens(max_new_tokens)
     memory = model.encode(src)  # (B, S, D), once
     out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
