@@ -34,11 +34,12 @@ def model_and_source(seed: int, **config) -> tuple[Transformer, torch.Tensor]:
 
 
 @pytest.mark.parametrize("config", CONFIGS)
-def test_fast_step_equals_decode_step(config):
+@pytest.mark.parametrize("static", [False, True])
+def test_fast_step_equals_decode_step(config, static):
     model, src = model_and_source(0, **config)
     tgt = torch.randint(3, model.config.tgt_vocab_size, (4, 12))
     memory = model.encode(src)
-    explicit, fast = (new_cache(model, memory, src, 12) for _ in range(2))
+    explicit, fast = (new_cache(model, memory, src, 12, static=static) for _ in range(2))
     fd = FastDecoder(model)
     for t in range(12):
         torch.testing.assert_close(
