@@ -45,7 +45,7 @@ from torch import Tensor, nn
 from _common import device_name, interleaved_medians, write_result
 from bench_model import ADAM, TorchModel, check_same_model
 from transformer_lit.data import Batch
-from transformer_lit.inference import beam_search, greedy_decode
+from transformer_lit.inference import beam_search, greedy_decode, use_onednn
 from transformer_lit.model import Transformer, TransformerConfig, load_torch_transformer
 from transformer_lit.training import TrainSettings, make_optimizer, train_step
 
@@ -111,11 +111,18 @@ SETUP_DIFFERENCES = [
     "package's KVCache and its fast step (greedy_decode / beam_search with their defaults; "
     "FastDecoder, chapter 10); attention on both sides goes through "
     "F.scaled_dot_product_attention (Marian's attn_implementation is recorded).",
+    "Products when decoding: from 4 rows a step (greedy at batch 32, beam 4 at batch 1) ours "
+    "multiplies by weights that FastDecoder reorders once per call into oneDNN's blocked layout "
+    "(torch.ops.mkldnn._reorder_linear_weight / _linear_pointwise, float32, the same sums in "
+    "another order; recorded per case as ours_onednn); at 1 row, and on Marian's side always, "
+    "the products are torch's addmm/mm on nn.Linear weights.",
     "Training, ours: the package's own train_step, which runs the output projection (and the loss) "
     "on the positions that hold a target token only (chapter 09; same loss and gradients, asserted "
     "in the chapter and in tests/test_fast_paths.py); the peers compute logits at every position, "
-    "as their models' forward does. Same loss (cross-entropy without smoothing, padding ignored), "
-    "no clipping, the same Adam settings, on all three.",
+    "as their models' forward does. Ours computes the loss's gradient with respect to the logits "
+    "in closed form (SmoothedCrossEntropy, chapter 09; equal to autograd's, tests/test_training.py), "
+    "the peers through autograd. Same loss (cross-entropy without smoothing, padding ignored), "
+    "no clipping, the same Adam settings (ours fused, the peers torch's default), on all three.",
     "Training: Marian's dropout, attention_dropout and activation_dropout are all 0.1, as ours (residual, "
     "attention weights, FFN hidden units, embeddings + positions); it is called with use_cache=False, "
     "as with labels; the loss is computed outside the model, the same way for all three.",
@@ -290,6 +297,7 @@ def run_decoding(case: Case, ours: Transformer, marian: nn.Module, repeats: int,
     g = torch.Generator().manual_seed(2)
     src = torch.randint(3, ours.config.src_vocab_size, (case.batch, case.src_len), generator=g)
     n, row = case.new_tokens, {**asdict(case)}
+    row["ours_onednn"] = use_onednn(ours, case.batch * case.beam)
     if case.kind == "greedy":
         fns = {"ours": lambda: greedy_decode(ours, src, n, BOS),
                "marian": marian_generate(marian, src, n)}

@@ -13,6 +13,7 @@ from transformer_lit.inference import (
     fast_step,
     greedy_decode,
     new_cache,
+    use_onednn,
 )
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.training import TrainSettings, make_optimizer, train_step
@@ -33,14 +34,23 @@ def model_and_source(seed: int, **config) -> tuple[Transformer, torch.Tensor]:
     return model, src
 
 
+ONEDNN = torch.backends.mkldnn.is_available() and hasattr(
+    torch.ops.mkldnn, "_linear_pointwise"
+)
+NO_ONEDNN = pytest.mark.skipif(not ONEDNN, reason="PyTorch built without oneDNN")
+KERNELS = [False, pytest.param(True, marks=NO_ONEDNN)]
+
+
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("static", [False, True])
-def test_fast_step_equals_decode_step(config, static):
+@pytest.mark.parametrize("onednn", KERNELS)
+def test_fast_step_equals_decode_step(config, static, onednn):
     model, src = model_and_source(0, **config)
     tgt = torch.randint(3, model.config.tgt_vocab_size, (4, 12))
     memory = model.encode(src)
     explicit, fast = (new_cache(model, memory, src, 12, static=static) for _ in range(2))
-    fd = FastDecoder(model)
+    fd = FastDecoder(model, rows=4, onednn=onednn)
+    assert fd.onednn == onednn
     for t in range(12):
         torch.testing.assert_close(
             fast_step(fd, tgt[:, t : t + 1], fast),
@@ -72,6 +82,33 @@ def test_beam_fast_equals_explicit(config, beam):
     explicit = beam_search(model, src, beam, budgets, bos_id=1, eos_id=2, fast=False)
     assert len(fast) == len(explicit) == 4
     assert all(torch.equal(a, b) for a, b in zip(fast, explicit))
+
+
+@NO_ONEDNN
+def test_onednn_is_chosen_from_four_rows_in_float32_on_cpu():
+    model, src = model_and_source(0)
+    chosen = [use_onednn(model, rows) for rows in (1, 3, 4, 32)]
+    assert chosen == [False, False, True, True]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not use_onednn(model, 8)
+    assert not use_onednn(model.double(), 8)
+    # oneDNN at one row (the default would not choose it) still computes the same
+    model, src = model_and_source(1)
+    memory = model.encode(src[:1])
+    explicit, fast = (new_cache(model, memory, src[:1], 6) for _ in range(2))
+    fd = FastDecoder(model, rows=1, onednn=True)
+    for t in range(6):
+        token = torch.full((1, 1), 3 + t)
+        torch.testing.assert_close(
+            fast_step(fd, token, fast), decode_step(model, token, explicit)
+        )
+
+
+@pytest.mark.parametrize("rows", [-1, 2.0, True, None])
+def test_fast_decoder_rejects_bad_rows(rows):
+    model, _ = model_and_source(0)
+    with pytest.raises(ValueError, match="rows must be an int >= 0"):
+        FastDecoder(model, rows=rows)
 
 
 def test_fast_decoder_needs_eval_mode_and_decoding_falls_back():

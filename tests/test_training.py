@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from transformer_lit.data import PAD_ID, EncodedPair, SubwordTokenizer, collate, train_tokenizer
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.training import (CHECKPOINT_FORMAT, TrainSettings, TrainState, average_state_dicts, bleu, evaluate,
-                                      fit, label_smoothing_loss, load_checkpoint, make_optimizer, model_from_checkpoint,
+                                      fit, label_smoothing_loss, smoothed_cross_entropy, load_checkpoint, make_optimizer, model_from_checkpoint,
                                       noam_lr, preset_config, preset_settings, preset_vocab_size, restore_rng_states,
                                       rng_states, run_record, save_checkpoint, book_run, train_step)
 
@@ -38,44 +38,65 @@ def toy_examples(n: int = 48, seed: int = 0) -> list[EncodedPair]:
 
 # --- label smoothing ------------------------------------------------------------------------------
 
+LOSSES = [label_smoothing_loss, smoothed_cross_entropy]  # autograd's gradient; closed form
+
+
+@pytest.mark.parametrize("loss_fn", LOSSES)
 @pytest.mark.parametrize("shape", [(5,), (3, 7), (2, 4, 6)])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
-def test_label_smoothing_matches_torch(shape, smoothing):
+def test_label_smoothing_matches_torch(loss_fn, shape, smoothing):
     torch.manual_seed(len(shape))
     vocab = 11
-    logits, target = 4 * torch.randn(*shape, vocab), torch.randint(0, vocab, shape)
+    logits = (4 * torch.randn(*shape, vocab)).requires_grad_()
+    target = torch.randint(0, vocab, shape)
     target.view(-1)[::3] = PAD_ID
-    terms = label_smoothing_loss(logits, target, smoothing, PAD_ID)
+    terms = loss_fn(logits, target, smoothing, PAD_ID)
     flat_logits, flat_target = logits.reshape(-1, vocab), target.reshape(-1)
-    torch.testing.assert_close(terms.loss, F.cross_entropy(flat_logits, flat_target, ignore_index=PAD_ID,
-                                                           label_smoothing=smoothing))
-    torch.testing.assert_close(terms.nll, F.cross_entropy(flat_logits, flat_target, ignore_index=PAD_ID))
+    loss = F.cross_entropy(flat_logits, flat_target, ignore_index=PAD_ID, label_smoothing=smoothing)
+    nll = F.cross_entropy(flat_logits, flat_target, ignore_index=PAD_ID)
+    torch.testing.assert_close(terms.loss, loss)
+    torch.testing.assert_close(terms.nll, nll)
+    for ours, torchs in ((terms.loss, loss), (terms.nll, nll), (terms.loss - 2 * terms.nll, loss - 2 * nll)):
+        ours_grad, = torch.autograd.grad(ours, logits, retain_graph=True)
+        torch_grad, = torch.autograd.grad(torchs, logits, retain_graph=True)
+        torch.testing.assert_close(ours_grad, torch_grad)
 
 
-def test_label_smoothing_gradient_matches_torch():
-    torch.manual_seed(1)
-    logits = torch.randn(6, 9, requires_grad=True)
-    target = torch.tensor([1, 0, 3, 8, 0, 2])
-    label_smoothing_loss(logits, target, 0.1, 0).loss.backward()
-    ours = logits.grad.clone()
-    logits.grad = None
-    F.cross_entropy(logits, target, ignore_index=0, label_smoothing=0.1).backward()
-    torch.testing.assert_close(ours, logits.grad)
+def test_closed_form_gradient_passes_gradcheck():
+    torch.manual_seed(3)
+    logits = torch.randn(7, 6, dtype=torch.float64, requires_grad=True)
+    target = torch.tensor([1, 0, 5, 2, 0, 3, 4])
+    for term in ("loss", "nll"):
+        assert torch.autograd.gradcheck(
+            lambda z: getattr(smoothed_cross_entropy(z, target, 0.2, PAD_ID), term), (logits,))
 
 
-def test_label_smoothing_bf16_logits_are_computed_in_float32():
+def test_closed_form_gradient_all_padding_and_bf16():
+    logits = torch.randn(3, 10, requires_grad=True)
+    terms = smoothed_cross_entropy(logits, torch.zeros(3, dtype=torch.long), 0.1, PAD_ID)
+    terms.loss.backward()
+    assert terms.loss.item() == 0.0 and torch.count_nonzero(logits.grad) == 0
+    logits = torch.randn(4, 10, dtype=torch.bfloat16, requires_grad=True)
+    terms = smoothed_cross_entropy(logits, torch.tensor([1, 2, 0, 3]), 0.1, PAD_ID)
+    terms.loss.backward()
+    assert terms.loss.dtype == torch.float32 and logits.grad.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("loss_fn", LOSSES)
+def test_label_smoothing_bf16_logits_are_computed_in_float32(loss_fn):
     torch.manual_seed(2)
     logits, target = torch.randn(4, 5, 30), torch.randint(1, 30, (4, 5))
-    terms = label_smoothing_loss(logits.bfloat16(), target)
+    terms = loss_fn(logits.bfloat16(), target)
     assert terms.loss.dtype == torch.float32
-    torch.testing.assert_close(terms.loss, label_smoothing_loss(logits.bfloat16().float(), target).loss)
+    torch.testing.assert_close(terms.loss, loss_fn(logits.bfloat16().float(), target).loss)
 
 
-def test_label_smoothing_bad_inputs():
+@pytest.mark.parametrize("loss_fn", LOSSES)
+def test_label_smoothing_bad_inputs(loss_fn):
     with pytest.raises(ValueError, match="target"):
-        label_smoothing_loss(torch.randn(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
+        loss_fn(torch.randn(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="smoothing"):
-        label_smoothing_loss(torch.randn(2, 5), torch.zeros(2, dtype=torch.long), smoothing=1.0)
+        loss_fn(torch.randn(2, 5), torch.zeros(2, dtype=torch.long), smoothing=1.0)
 
 
 # --- the schedule ---------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -21,8 +22,8 @@ from .positional import PositionalEncoding
 from .training import translate_batched
 
 # %% auto #0
-__all__ = ['KVCache', 'new_cache', 'decode_step', 'FastDecoder', 'fast_step', 'greedy_decode', 'gnmt_length_penalty',
-           'beam_search', 'InputTruncatedWarning', 'translate']
+__all__ = ['KVCache', 'new_cache', 'decode_step', 'Affine', 'use_onednn', 'FastDecoder', 'fast_step', 'greedy_decode',
+           'gnmt_length_penalty', 'beam_search', 'InputTruncatedWarning', 'translate']
 
 # %% ../nbs/10_inference.ipynb #5b5cd812
 class KVCache:
@@ -198,33 +199,71 @@ def decode_step(model: Transformer, tokens: Tensor, cache: KVCache) -> Tensor:
     return F.linear(model.decoder.norm(y)[:, 0], model.tgt_embed.weight)
 
 # %% ../nbs/10_inference.ipynb #c1e2df19
-def _packed(*linears: nn.Linear) -> tuple[Tensor, Tensor]:
-    """Biases (out,) and weights of linears side by side, transposed and contiguous (in,
-    out)."""
-    weight = torch.cat([lin.weight for lin in linears])  # (out, in)
-    return torch.cat([lin.bias for lin in linears]), weight.t().contiguous()
+class Affine(NamedTuple):
+    """A linear map x (B, in) -> x W^T + b (B, out), its matrix stored for the kernel
+    that multiplies it: W^T contiguous (in, out) for torch.addmm, or W reordered into
+    the blocked layout of oneDNN, the CPU library behind PyTorch's compiled kernels."""
+
+    bias: Tensor | None  # (out,)
+    weight: Tensor
+    onednn: bool
+
+
+def _pack(weight: Tensor, bias: Tensor | None, rows: int, onednn: bool) -> Affine:
+    "W (out, in) and b (out,) stored for products with rows x in inputs."
+    if onednn:  # reordered once, for inputs of this many rows
+        return Affine(bias, torch.ops.mkldnn._reorder_linear_weight(weight, rows), True)
+    return Affine(bias, weight.t().contiguous(), False)  # (in, out)
+
+
+def _packed(*linears: nn.Linear, rows: int, onednn: bool) -> Affine:
+    "Linears side by side, one product for all: W (sum of outs, in), b (sum of outs,)."
+    weight = torch.cat([lin.weight for lin in linears])
+    return _pack(weight, torch.cat([lin.bias for lin in linears]), rows, onednn)
+
+
+def use_onednn(model: Transformer, rows: int) -> bool:
+    """Whether FastDecoder should multiply by oneDNN's prepacked matrices: from 4 rows a
+    step, in float32 on a CPU with oneDNN, outside autocast (measured in the text)."""
+    p = next(model.parameters())
+    return (
+        rows >= 4
+        and p.device.type == "cpu"
+        and p.dtype == torch.float32
+        and torch.backends.mkldnn.is_available()
+        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+        and not torch.is_autocast_enabled("cpu")
+    )
 
 
 class FastDecoder:
     """The decoder's weights gathered for `fast_step` once per decoding call (eval
-    mode): matrices transposed, (in, out); W^Q, W^K, W^V side by side, (D, 3D)."""
+    mode), for steps of `rows` rows: W^Q, W^K, W^V side by side, (3D, D), each matrix
+    stored as its kernel reads it. onednn: None chooses by `use_onednn`."""
 
-    def __init__(self, model: Transformer):
+    @torch.no_grad()
+    def __init__(self, model: Transformer, rows: int = 1, onednn: bool | None = None):
         if model.training:
             raise ValueError("FastDecoder applies no dropout: call model.eval() first")
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+            raise ValueError(f"rows must be an int >= 0, got {rows!r}")
         c = model.config
         self.model, self.norm_first = model, c.norm_first
         self.H, self.D = c.n_heads, c.d_model
+        self.onednn = use_onednn(model, rows) if onednn is None else onednn
+        pack = dict(rows=rows, onednn=self.onednn)
         self.layers = []
         for layer in model.decoder.layers:
             sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
             norms = (layer.self_res.norm, layer.cross_res.norm, layer.ffn_res.norm)
             self.layers.append((
-                _packed(sa.q_proj, sa.k_proj, sa.v_proj),  # (3D,), (D, 3D)
-                _packed(sa.out_proj), _packed(ca.q_proj), _packed(ca.out_proj),
-                _packed(ffn.linear1), ffn.activation, _packed(ffn.linear2), norms,
+                _packed(sa.q_proj, sa.k_proj, sa.v_proj, **pack),  # D -> 3D
+                _packed(sa.out_proj, **pack), _packed(ca.q_proj, **pack),
+                _packed(ca.out_proj, **pack), _packed(ffn.linear1, **pack),
+                ffn.activation, _packed(ffn.linear2, **pack), norms,
             ))
-        self.embed_t = model.tgt_embed.weight.t().contiguous()  # (D, V), the projection
+        # the output projection, D -> V: the shared embedding matrix, no bias
+        self.project = _pack(model.tgt_embed.weight, None, **pack)
         # the sinusoidal table, added directly (chapter 01's module checks and slices)
         self.pe = model.pos.pe if isinstance(model.pos, PositionalEncoding) else None
         # post-norm: none
@@ -242,10 +281,11 @@ def _add_norm(fd: FastDecoder, norm: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     return x + y if fd.norm_first else _norm(norm, x + y)
 
 
-def _affine(bias_weight: tuple[Tensor, Tensor], x: Tensor) -> Tensor:
-    "x (B, in) @ W^T (in, out) + b, with W^T stored contiguous: -> (B, out)."
-    bias, weight_t = bias_weight
-    return torch.addmm(bias, x, weight_t)
+def _affine(a: Affine, x: Tensor) -> Tensor:
+    "x (B, in) @ W^T + b -> (B, out), by the kernel W is stored for."
+    if a.onednn:
+        return torch.ops.mkldnn._linear_pointwise(x, a.weight, a.bias, "none", [], "")
+    return x @ a.weight if a.bias is None else torch.addmm(a.bias, x, a.weight)
 
 
 def _embed(fd: FastDecoder, tokens: Tensor, t: int) -> Tensor:
@@ -282,7 +322,7 @@ def fast_step(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
     cache.advance()
     if fd.final_norm is not None:  # pre-norm: the stack's final LayerNorm
         x = _norm(fd.final_norm, x)
-    return x @ fd.embed_t  # (B, D) @ (D, V) -> (B, V)
+    return _affine(fd.project, x)  # (B, D) -> (B, V)
 
 # %% ../nbs/10_inference.ipynb #c122b3a2
 def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id: int,
@@ -326,7 +366,7 @@ def greedy_decode(model: Transformer, src: Tensor, max_new_tokens: int, bos_id: 
     out[:, 0] = bos_id
     cache = new_cache(model, memory, src, max(max_new_tokens, 1))
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
-    fd = FastDecoder(model) if fast and not model.training else None
+    fd = FastDecoder(model, rows=B) if fast and not model.training else None
     for t in range(max_new_tokens):
         tokens = out[:, t : t + 1]  # (B, 1)
         logits = (
@@ -414,7 +454,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
     if use_cache:
         cache = new_cache(model, memory, src, max(n, 1))
         cache.reorder(beam_rows)  # cross K/V expand too
-        fd = FastDecoder(model) if fast and not model.training else None
+        fd = FastDecoder(model, B * k) if fast and not model.training else None
     else:  # for comparison: the plain loop
         memory, src = memory.index_select(0, beam_rows), src.index_select(0, beam_rows)
     tokens = torch.full((B * k, 1 + n), pad, dtype=torch.long, device=dev)

@@ -36,11 +36,12 @@ from .model import Transformer, TransformerConfig, greedy_decode_uncached
 
 # %% auto #0
 __all__ = ['PRESETS', 'BOOK_CPU_STEPS', 'BOOK_GPU_STEPS', 'CHECKPOINT_FORMAT', 'DecodeFn', 'LossTerms', 'label_smoothing_loss',
-           'noam_lr', 'TrainSettings', 'make_optimizer', 'preset_vocab_size', 'preset_config', 'preset_settings',
-           'book_run', 'autocast_dtype', 'autocast_for', 'attention_policy', 'make_scaler', 'train_step', 'evaluate',
-           'rng_states', 'restore_rng_states', 'check_plain_data', 'save_checkpoint', 'load_checkpoint',
-           'model_from_checkpoint', 'average_state_dicts', 'TrainState', 'batch_stream', 'snapshot', 'finish_run',
-           'fit', 'translate_batched', 'greedy_translate', 'bleu', 'corpus_scores', 'describe_device', 'run_record']
+           'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'noam_lr', 'TrainSettings', 'make_optimizer',
+           'preset_vocab_size', 'preset_config', 'preset_settings', 'book_run', 'autocast_dtype', 'autocast_for',
+           'attention_policy', 'make_scaler', 'train_step', 'evaluate', 'rng_states', 'restore_rng_states',
+           'check_plain_data', 'save_checkpoint', 'load_checkpoint', 'model_from_checkpoint', 'average_state_dicts',
+           'TrainState', 'batch_stream', 'snapshot', 'finish_run', 'fit', 'translate_batched', 'greedy_translate',
+           'bleu', 'corpus_scores', 'describe_device', 'run_record']
 
 # %% ../nbs/09_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -74,6 +75,60 @@ def label_smoothing_loss(
     return LossTerms(
         torch.where(keep, loss, 0.0).sum() / n, torch.where(keep, nll, 0.0).sum() / n
     )
+
+# %% ../nbs/09_training.ipynb #d183e068
+class SmoothedCrossEntropy(torch.autograd.Function):
+    """label_smoothing_loss of logits (N, V) and target (N,), with the closed-form
+    gradient: d loss / d logits = (p - q) / n on the n non-padding rows."""
+
+    @staticmethod
+    def forward(ctx, logits: Tensor, target: Tensor, smoothing: float, pad_id: int):
+        # float32, or float64 if given: (N, V)
+        logp = F.log_softmax(
+            logits.to(torch.promote_types(logits.dtype, torch.float32)), -1
+        )
+        nll = -logp.gather(1, target[:, None]).squeeze(1)  # -log p(y), (N,)
+        spread = -logp.mean(dim=1)  # -(1/V) sum_k log p(k), (N,)
+        keep = target != pad_id
+        n = keep.sum().clamp(min=1)
+        loss = (1 - smoothing) * nll + smoothing * spread
+        ctx.save_for_backward(logp, target, keep, n)
+        ctx.smoothing, ctx.dtype = smoothing, logits.dtype
+        return (
+            torch.where(keep, loss, 0.0).sum() / n,
+            torch.where(keep, nll, 0.0).sum() / n,
+        )
+
+    @staticmethod
+    def backward(ctx, grad_loss: Tensor, grad_nll: Tensor):
+        logp, target, keep, n = ctx.saved_tensors
+        eps, V = ctx.smoothing, logp.shape[1]
+        # loss: p - q = p - eps/V - (1 - eps)[k = y]; nll: p - [k = y]; both times 1/n
+        grad = logp.exp().mul_(grad_loss + grad_nll).sub_(grad_loss * eps / V)
+        at_target = -(grad_loss * (1 - eps) + grad_nll)
+        grad.scatter_add_(
+            1, target[:, None], at_target.to(grad.dtype).expand(len(target), 1)
+        )
+        grad.mul_((keep / n).to(grad.dtype)[:, None])  # padded rows: 0
+        return grad.to(ctx.dtype), None, None, None
+
+
+def smoothed_cross_entropy(
+    logits: Tensor, target: Tensor, smoothing: float = 0.1, pad_id: int = PAD_ID
+) -> LossTerms:
+    """label_smoothing_loss (same arguments, same LossTerms) by SmoothedCrossEntropy,
+    whose backward computes the gradient in closed form."""
+    if logits.shape[:-1] != target.shape:
+        raise ValueError(
+            f"logits (..., V) {tuple(logits.shape)} and target (...) "
+            f"{tuple(target.shape)} must agree"
+        )
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError(f"smoothing must lie in [0, 1), got {smoothing}")
+    loss, nll = SmoothedCrossEntropy.apply(
+        logits.flatten(0, -2), target.flatten(), smoothing, pad_id
+    )
+    return LossTerms(loss, nll)
 
 # %% ../nbs/09_training.ipynb #a31105e1
 def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) -> float:
@@ -310,7 +365,7 @@ def train_step(
             logits, target = model.project(h[keep]), batch.tgt_out[keep]  # (N, V), (N,)
         else:  # a wrapper is called as the model is: logits at every position
             logits, target = forward(batch.src, batch.tgt_in), batch.tgt_out
-    terms = label_smoothing_loss(
+    terms = smoothed_cross_entropy(
         logits, target, settings.label_smoothing, model.config.pad_id
     )
     optimizer.zero_grad(set_to_none=True)
