@@ -26,7 +26,7 @@ __all__ = ['PRETRAINED_FILE', 'PRETRAINED_SHA256', 'pretrained_path', 'load_pret
 PRETRAINED_FILE = "model.pt"   # in the package folder transformer_lit/pretrained/
 # Written by tools/export_pretrained.py when the model was exported; it prints this
 # digest.
-PRETRAINED_SHA256 = "6f78fcf37294a13c2184a60ae76d3ac07bc4a2d1b054cac37d768f0c06f8bc4b"
+PRETRAINED_SHA256 = "2e8908a8f76f46879fbd7f1dfa23be68fb741878cd8cada4dbbb0aa353f03adc"
 
 
 def pretrained_path() -> Path:
