@@ -20,7 +20,10 @@ Cases, on a CPU with one thread unless --threads says otherwise (source length S
      length_penalty=0.6, early_stopping=False), eos never reached (see SETUP_DIFFERENCES);
   4. one training step, B=32, S=T=32 (random rows padded after a random length), dropout 0.1 in
      train mode: forward, cross-entropy over the non-padding targets, backward, one Adam step
-     (ours: the package's train_step, which projects only the target positions).
+     (ours: the package's train_step, which runs its position-wise layers on the real tokens
+     only and projects only the target positions);
+  5. the same step on a batch with no padding at all (every row full): what is left when there
+     is no padding to skip.
 At batch 1 each decoding case also profiles one run of each side (top operators by self time).
 Each case times its functions in alternation (_common.interleaved_medians), prints the medians and
 ours / theirs, asserts that both sides wrote the same number of tokens, and the script writes
@@ -75,6 +78,7 @@ class Case:
     beam: int = 1
     src_len: int = 32
     tgt_len: int = 0         # training: target length T
+    padded: bool = True      # training: rows padded after a random length (else all full)
 
 
 BENCH = Sizes()
@@ -82,11 +86,13 @@ SMOKE = Sizes(vocab=1000, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=64
 CASES = (Case("greedy_b1", "greedy", batch=1, new_tokens=256),
          Case("greedy_b32", "greedy", batch=32, new_tokens=128),
          Case("beam4_b1", "beam", batch=1, new_tokens=64, beam=4),
-         Case("train_step", "train", batch=32, src_len=32, tgt_len=32))
+         Case("train_step", "train", batch=32, src_len=32, tgt_len=32),
+         Case("train_step_full", "train", batch=32, src_len=32, tgt_len=32, padded=False))
 SMOKE_CASES = (Case("greedy_b1", "greedy", batch=1, new_tokens=8, src_len=8),
                Case("greedy_b32", "greedy", batch=32, new_tokens=8, src_len=8),
                Case("beam4_b1", "beam", batch=1, new_tokens=8, beam=4, src_len=8),
-               Case("train_step", "train", batch=4, src_len=8, tgt_len=8))
+               Case("train_step", "train", batch=4, src_len=8, tgt_len=8),
+               Case("train_step_full", "train", batch=4, src_len=8, tgt_len=8, padded=False))
 GOALS = {"greedy": {"min_speedup_vs_marian": 1.5}, "beam": {"min_speedup_vs_marian": 1.3},
          "train": {"max_ratio_vs_marian": 0.9, "max_ratio_vs_torch": 0.9}}
 SETUP_DIFFERENCES = [
@@ -117,9 +123,12 @@ SETUP_DIFFERENCES = [
     "another order; recorded per case as ours_onednn); at 1 row, and on Marian's side always, "
     "the products are torch's addmm/mm on nn.Linear weights.",
     "Training, ours: the package's own train_step, which runs the output projection (and the loss) "
-    "on the positions that hold a target token only (chapter 09; same loss and gradients, asserted "
-    "in the chapter and in tests/test_fast_paths.py); the peers compute logits at every position, "
-    "as their models' forward does. Ours computes the loss's gradient with respect to the logits "
+    "on the positions that hold a target token only, and every position-wise layer (projections, "
+    "feed-forward, layer norms, dropout) on the source tokens that are not padding and on each target "
+    "row up to its last target token (packed_decoder_states, chapter 09: the attention alone sees the "
+    "padded grid; same loss and gradients, asserted in the chapter and in tests/test_fast_paths.py); "
+    "the peers compute every layer and the logits at every position of the padded grid, as their "
+    "models' forward does. With no padding (train_step_full) there is nothing to skip. Ours computes the loss's gradient with respect to the logits "
     "in closed form (SmoothedCrossEntropy, chapter 09; equal to autograd's, tests/test_training.py), "
     "the peers through autograd. Same loss (cross-entropy without smoothing, padding ignored), "
     "no clipping, the same Adam settings (ours fused, the peers torch's default), on all three.",
@@ -224,11 +233,14 @@ def parameter_counts(model: nn.Module) -> dict[str, int]:
 
 
 def random_batch(vocab: int, batch: int, src_len: int, tgt_len: int,
-                 seed: int = 0) -> tuple[Tensor, Tensor, Tensor]:
-    "src (B, S), tgt_in (B, T), tgt_out (B, T): random ids, each row padded after a random length >= half."
+                 seed: int = 0, padded: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+    """src (B, S), tgt_in (B, T), tgt_out (B, T): random ids, each row padded after a random
+    length >= half (padded=False: no padding)."""
     g = torch.Generator().manual_seed(seed)
     src = torch.randint(3, vocab, (batch, src_len), generator=g)
     tgt = torch.randint(3, vocab, (batch, tgt_len + 1), generator=g)
+    if not padded:
+        return src, tgt[:, :-1], tgt[:, 1:]
     src[torch.arange(src_len) >= torch.randint(src_len // 2, src_len + 1, (batch, 1), generator=g)] = PAD
     tgt[torch.arange(tgt_len + 1) >= torch.randint(tgt_len // 2, tgt_len + 2, (batch, 1), generator=g)] = PAD
     return src, tgt[:, :-1], tgt[:, 1:]
@@ -339,11 +351,14 @@ def run_train_step(case: Case, models: dict[str, nn.Module], repeats: int, warmu
                    device: torch.device = torch.device("cpu")) -> dict:
     "Time one training step of each model on the same batch; ours / marian and ours / torch."
     vocab = models["ours"].config.tgt_vocab_size
-    batch = random_batch(vocab, case.batch, case.src_len, case.tgt_len)
+    batch = random_batch(vocab, case.batch, case.src_len, case.tgt_len, padded=case.padded)
     fns = {name: (make_our_train_step if name == "ours" else make_train_step)(model.train(), batch)
            for name, model in models.items()}
     seconds = interleaved_medians(fns, device, repeats=repeats, warmup=warmup)
+    src, _, tgt_out = batch
     row = {**asdict(case), "dropout": models["ours"].config.dropout,
+           "real_tokens": {"source": float((src != PAD).float().mean()),
+                           "target": float((tgt_out != PAD).float().mean())},
            "adam": {k: list(v) if isinstance(v, tuple) else v for k, v in ADAM.items()},
            "median_seconds": seconds}
     goal = GOALS["train"]
@@ -375,7 +390,9 @@ def report(row: dict) -> str:
     "One printed line per case."
     ms = "  ".join(f"{k} {1e3 * s:8.1f} ms" for k, s in row["median_seconds"].items())
     if row["kind"] == "train":
-        what = f"training step, B={row['batch']} S={row['src_len']} T={row['tgt_len']}"
+        real = row["real_tokens"]
+        what = (f"training step, B={row['batch']} S={row['src_len']} T={row['tgt_len']}, "
+                f"tokens {real['source']:.0%} / {real['target']:.0%} of the grid")
         ratios = (f"ours/marian {row['ratio_ours_to_marian']:.3f}, ours/torch "
                   f"{row['ratio_ours_to_torch']:.3f} (goal <= 0.9 both)")
     else:

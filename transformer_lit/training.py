@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -32,13 +33,26 @@ from transformer_lit.data import (
     SubwordTokenizer,
     make_batches,
 )
-from .model import Transformer, TransformerConfig, greedy_decode_uncached
+from transformer_lit.attention import (
+    MultiHeadAttention,
+    fused_attention,
+    merge_heads,
+    split_heads,
+)
+from .masking import causal_mask, padding_mask
+from transformer_lit.model import (
+    Transformer,
+    TransformerConfig,
+    _check_tokens,
+    greedy_decode_uncached,
+)
 
 # %% auto #0
 __all__ = ['PRESETS', 'BOOK_CPU_STEPS', 'BOOK_GPU_STEPS', 'CHECKPOINT_FORMAT', 'DecodeFn', 'LossTerms', 'label_smoothing_loss',
            'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'noam_lr', 'TrainSettings', 'make_optimizer',
            'preset_vocab_size', 'preset_config', 'preset_settings', 'book_run', 'autocast_dtype', 'autocast_for',
-           'attention_policy', 'make_scaler', 'train_step', 'evaluate', 'rng_states', 'restore_rng_states',
+           'attention_policy', 'make_scaler', 'train_step', 'Rows', 'rows_of', 'to_grid', 'from_grid',
+           'packed_attention', 'packed_decoder_states', 'evaluate', 'rng_states', 'restore_rng_states',
            'check_plain_data', 'save_checkpoint', 'load_checkpoint', 'model_from_checkpoint', 'average_state_dicts',
            'TrainState', 'batch_stream', 'snapshot', 'finish_run', 'fit', 'translate_batched', 'greedy_translate',
            'bleu', 'corpus_scores', 'describe_device', 'run_record']
@@ -358,11 +372,10 @@ def train_step(
     for group in optimizer.param_groups:
         group["lr"] = lr
     with autocast_for(batch.src.device, settings.amp):
-        if forward is None:  # project only the positions that hold a target token
+        if forward is None:  # compute only where there are tokens (see below)
             keep = batch.tgt_out != model.config.pad_id  # (B, T)
-            memory = model.encode(batch.src)  # (B, S, D)
-            h = model.decoder_states(batch.tgt_in, memory, batch.src)  # (B, T, D)
-            logits, target = model.project(h[keep]), batch.tgt_out[keep]  # (N, V), (N,)
+            h = packed_decoder_states(model, batch.src, batch.tgt_in, keep)  # (N, D)
+            logits, target = model.project(h), batch.tgt_out[keep]  # (N, V), (N,)
         else:  # a wrapper is called as the model is: logits at every position
             logits, target = forward(batch.src, batch.tgt_in), batch.tgt_out
     terms = smoothed_cross_entropy(
@@ -383,6 +396,127 @@ def train_step(
             nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
         optimizer.step()
     return LossTerms(terms.loss.detach(), terms.nll.detach())
+
+# %% ../nbs/09_training.ipynb #600678c3
+class Rows(NamedTuple):
+    """Which positions of a (B, T) grid are computed: `index` into the flattened grid
+    (None: all of them) and the grid's B, T."""
+
+    index: Tensor | None
+    B: int
+    T: int
+
+
+def rows_of(compute: Tensor) -> Rows:
+    "A bool (B, T) grid, True = compute that position -> its Rows."
+    index = None if bool(compute.all()) else compute.flatten().nonzero().squeeze(1)
+    return Rows(index, *compute.shape)
+
+
+def to_grid(rows: Tensor, at: Rows) -> Tensor:
+    "Packed rows (N, C) -> the (B, T, C) grid, zeros at the positions not computed."
+    if at.index is None:
+        return rows.view(at.B, at.T, -1)
+    grid = rows.new_zeros(at.B * at.T, rows.shape[-1])
+    return grid.index_copy(0, at.index, rows).view(at.B, at.T, -1)
+
+
+def from_grid(grid: Tensor, at: Rows) -> Tensor:
+    "The (B, T, C) grid -> its computed rows (N, C), in row-major order."
+    rows = grid.flatten(0, 1)
+    return rows if at.index is None else rows.index_select(0, at.index)
+
+
+def _stacked(x: Tensor, *linears: nn.Linear) -> Tensor:
+    "x (N, D) through several linear maps at once: one product, outputs side by side."
+    weight = torch.cat([lin.weight for lin in linears])
+    return F.linear(x, weight, torch.cat([lin.bias for lin in linears]))
+
+
+def packed_attention(
+    mha: MultiHeadAttention,
+    rows: Tensor,
+    at: Rows,
+    mask: Tensor,
+    memory: tuple[Tensor, Rows] | None = None,
+) -> Tensor:
+    """mha on packed query rows (N, D) at `at`: self-attention, or attention over
+    memory = (packed rows, their Rows); mask as for mha (True = may attend) -> (N, D).
+    Projections run on the rows; only the attention itself sees the padded grid."""
+    H = mha.n_heads
+    if memory is None:  # (N, D) -> (N, 3D) -> grid (B, T, 3D) -> 3 x (B, T, D)
+        q, k, v = to_grid(_stacked(rows, mha.q_proj, mha.k_proj, mha.v_proj), at).chunk(
+            3, dim=-1
+        )
+    else:
+        memory_rows, memory_at = memory
+        q = to_grid(mha.q_proj(rows), at)  # (B, T, D)
+        # (N_src, 2D) -> grid (B, S, 2D) -> 2 x (B, S, D)
+        kv = to_grid(_stacked(memory_rows, mha.k_proj, mha.v_proj), memory_at)
+        k, v = kv.chunk(2, dim=-1)
+    p = mha.dropout if mha.training else 0.0
+    heads = fused_attention(
+        split_heads(q, H), split_heads(k, H), split_heads(v, H), mask, p
+    )  # (B, H, T, Dh)
+    return mha.out_proj(from_grid(merge_heads(heads), at))  # (N, D) -> (N, D)
+
+
+def _embedded_rows(model: Transformer, embed: nn.Embedding, tokens: Tensor,
+                   at: Rows) -> Tensor:
+    "Token ids (B, T) -> embedding * sqrt(D) + position encoding, dropout: (N, D)."
+    ids = tokens.flatten()  # position t of a row is its column
+    positions = torch.arange(at.T, device=tokens.device).repeat(at.B)
+    if at.index is not None:
+        ids, positions = ids[at.index], positions[at.index]
+    x = embed(ids) * math.sqrt(model.config.d_model)  # (N, D)
+    return model.pos.dropout(x + model.pos.pe[positions].to(x.dtype))
+
+
+def packed_decoder_states(
+    model: Transformer, src: Tensor, tgt_in: Tensor, keep: Tensor
+) -> Tensor:
+    """model.decoder_states(tgt_in, model.encode(src), src)[keep], (N, D), computed
+    only where there are tokens: source positions that are not padding, and each
+    target row up to its last position in keep (bool (B, T))."""
+    config = model.config
+    _check_tokens("src", src, config.src_vocab_size, config.max_len)
+    _check_tokens("tgt_in", tgt_in, config.tgt_vocab_size, config.max_len)
+    if keep.dtype != torch.bool or keep.shape != tgt_in.shape:
+        raise ValueError(
+            f"keep must be a bool tensor of tgt_in's shape {tuple(tgt_in.shape)}, got "
+            f"{keep.dtype} {tuple(keep.shape)}"
+        )
+    if src.shape[0] != tgt_in.shape[0]:
+        raise ValueError(
+            f"src and tgt_in must have the same batch size, got {src.shape[0]} and "
+            f"{tgt_in.shape[0]}"
+        )
+    src_mask = padding_mask(src, config.pad_id)  # (B, 1, 1, S)
+    src_at = rows_of(src != config.pad_id)  # pads are never attended to: skip them
+    x = _embedded_rows(model, model.src_embed, src, src_at)  # (N_src, D)
+    for layer in model.encoder.layers:
+        attend = partial(packed_attention, layer.self_attn, at=src_at, mask=src_mask)
+        x = layer.attn_res(x, attend)
+        x = layer.ffn_res(x, layer.ffn)  # position-wise: the rows alone
+    memory = (model.encoder.norm(x), src_at)
+    # a target position is needed if it or a later one is kept (causal attention)
+    needed = keep.flip(1).cumsum(1).flip(1) > 0  # (B, T)
+    tgt_at = rows_of(needed)
+    causal = causal_mask(tgt_in.shape[1], tgt_in.device)  # (T, T)
+    y = _embedded_rows(model, model.tgt_embed, tgt_in, tgt_at)  # (N_tgt, D)
+    for layer in model.decoder.layers:
+        y = layer.self_res(
+            y, partial(packed_attention, layer.self_attn, at=tgt_at, mask=causal)
+        )
+        cross = partial(
+            packed_attention, layer.cross_attn, at=tgt_at, mask=src_mask, memory=memory
+        )
+        y = layer.cross_res(y, cross)
+        y = layer.ffn_res(y, layer.ffn)
+    y = model.decoder.norm(y)  # (N_tgt, D)
+    kept = keep[needed]  # which computed rows are kept, (N_tgt,)
+    return y if bool(kept.all()) else y[kept]
+
 
 # %% ../nbs/09_training.ipynb #32372a65
 @torch.no_grad()
