@@ -24,7 +24,8 @@ Cases, on a CPU with one thread unless --threads says otherwise (source length S
      only and projects only the target positions);
   5. the same step on a batch with no padding at all (every row full): what is left when there
      is no padding to skip.
-At batch 1 each decoding case also profiles one run of each side (top operators by self time).
+At batch 1 each decoding case, and each training case, also profiles one run of each side (top
+operators by self time).
 Each case times its functions in alternation (_common.interleaved_medians), prints the medians and
 ours / theirs, asserts that both sides wrote the same number of tokens, and the script writes
 transformer_lit/results/peers_<device>.json with the device, the 1-minute load average before and
@@ -355,12 +356,13 @@ def run_train_step(case: Case, models: dict[str, nn.Module], repeats: int, warmu
     fns = {name: (make_our_train_step if name == "ours" else make_train_step)(model.train(), batch)
            for name, model in models.items()}
     seconds = interleaved_medians(fns, device, repeats=repeats, warmup=warmup)
+    profile = operator_profile(fns)   # after the timing: the profiler slows every operator
     src, _, tgt_out = batch
     row = {**asdict(case), "dropout": models["ours"].config.dropout,
            "real_tokens": {"source": float((src != PAD).float().mean()),
                            "target": float((tgt_out != PAD).float().mean())},
            "adam": {k: list(v) if isinstance(v, tuple) else v for k, v in ADAM.items()},
-           "median_seconds": seconds}
+           "median_seconds": seconds, "profile": profile}
     goal = GOALS["train"]
     for peer in ("marian", "torch"):
         row[f"ratio_ours_to_{peer}"] = seconds["ours"] / seconds[peer]
