@@ -251,3 +251,15 @@ def test_packed_decoder_states_rejects_bad_inputs():
         packed_decoder_states(model, src.float(), tgt, keep)
     with pytest.raises(ValueError, match="tgt_in"):
         packed_decoder_states(model, src, tgt[0], keep)
+
+
+def test_packed_decoder_states_under_bf16_autocast():
+    "Under autocast (as train_step on a GPU) the packed rows keep the products' dtype and agree."
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig.tiny()).eval()
+    src, tgt, keep = padded_batch(2, "padded")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        packed = packed_decoder_states(model, src, tgt, keep)
+        explicit = model.decoder_states(tgt, model.encode(src), src)[keep]
+    assert packed.dtype == explicit.dtype
+    torch.testing.assert_close(packed.float(), explicit.float(), rtol=0.05, atol=0.05)
