@@ -15,8 +15,8 @@ the cap in the JSON: on a busy 2-core CPU this skips batch 32 beyond 128 tokens,
 about 4 and 16 minutes. The whole run then takes about five minutes.
 
 On CUDA the script also decodes with the static cache (every step attends over all slots, masked)
-with one decoding step captured as a CUDA graph and replayed, and reports the per-token latency at
-batch 1 next to its floor: the bytes one step must read (decoder weights, output matrix, the
+with one decoding step captured as a CUDA graph and replayed (decode_step, and FastDecoder's
+fast_step), and reports the per-token latency at batch 1 next to its floor: the bytes one step must read (decoder weights, output matrix, the
 cache) divided by the device's memory bandwidth, measured here with a large device-to-device copy.
 There, cuDNN's attention kernel is switched off unless --cudnn-attention is given: it builds a new
 plan whenever the key length changes (every step of both loops), which cost milliseconds of CPU
@@ -31,7 +31,7 @@ import statistics
 import torch
 
 from _common import device_name, disable_cudnn_attention, timed, write_result
-from transformer_lit.inference import decode_step, greedy_decode, new_cache
+from transformer_lit.inference import FastDecoder, decode_step, fast_step, greedy_decode, new_cache
 from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
 
 LENGTHS = (32, 64, 128, 256, 512)
@@ -55,14 +55,17 @@ def measure(fns: dict, device: torch.device, budget: float, max_rounds: int = 5,
     return {name: statistics.median(t) for name, t in times.items()}, len(next(iter(times.values())))
 
 
-def static_greedy(model: Transformer, src: torch.Tensor, n: int):
-    "Greedy decoding (eos_id=None) as a step that only reads and writes device tensors: graph-capturable."
+def static_greedy(model: Transformer, src: torch.Tensor, n: int, fast: bool = False):
+    """Greedy decoding (eos_id=None) as a step that only reads and writes device tensors: graph-capturable.
+    fast: FastDecoder's step (packed weights, fewer kernels) instead of decode_step."""
     cache = new_cache(model, model.encode(src), src, n, static=True)
+    fd = FastDecoder(model, rows=src.shape[0]) if fast else None
     tokens = torch.full((src.shape[0], 1 + n), BOS, dtype=torch.long, device=src.device)
 
     def step() -> None:   # no Python number changes per step, so a replay can repeat it
         current = tokens.index_select(1, cache.position.view(1))          # (B, 1), the token at slot t
-        next_id = decode_step(model, current, cache).argmax(-1)           # (B,); position -> t + 1
+        logits = fast_step(fd, current, cache) if fd else decode_step(model, current, cache)
+        next_id = logits.argmax(-1)                                       # (B,); position -> t + 1
         tokens.index_copy_(1, cache.position.view(1), next_id[:, None])   # column t + 1
 
     def rewind() -> None:
@@ -73,9 +76,9 @@ def static_greedy(model: Transformer, src: torch.Tensor, n: int):
 
 
 @torch.no_grad()
-def graphed_greedy(model: Transformer, src: torch.Tensor, n: int):
+def graphed_greedy(model: Transformer, src: torch.Tensor, n: int, fast: bool = False):
     "static_greedy with its step captured once as a CUDA graph; returns run() -> tokens (B, 1 + n), and the cache."
-    step, rewind, tokens, cache = static_greedy(model, src, n)
+    step, rewind, tokens, cache = static_greedy(model, src, n, fast)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):   # warm-up outside the graph (lazy initialisation, workspaces)
@@ -114,19 +117,25 @@ def cuda_latency(model: Transformer, device: torch.device, dtype: torch.dtype) -
     weights = sum(p.nbytes for p in model.decoder.parameters()) + model.tgt_embed.weight.nbytes
     for n in LENGTHS:
         run, cache = graphed_greedy(model, src, n)
-        same = torch.equal(run(), greedy_decode(model, src, n, BOS))   # argmax near-ties may differ in bf16
-        seconds, _ = measure({"eager": lambda: greedy_decode(model, src, n, BOS), "graph": run}, device, 20.0, 10, 3)
+        run_fast, _ = graphed_greedy(model, src, n, fast=True)   # FastDecoder's step, graphed the same way
+        eager = greedy_decode(model, src, n, BOS)
+        same = torch.equal(run(), eager)   # argmax near-ties may differ in bf16
+        same_fast = torch.equal(run_fast(), eager)
+        seconds, _ = measure({"eager": lambda: greedy_decode(model, src, n, BOS), "graph": run,
+                              "graph_fast": run_fast}, device, 20.0, 10, 3)
         cache_read = cache.nbytes()["cross"] + cache.nbytes()["self"]   # the static step reads every slot
         out[n] = {"eager_ms_per_token": 1e3 * seconds["eager"] / n, "graph_ms_per_token": 1e3 * seconds["graph"] / n,
+                  "graph_fast_ms_per_token": 1e3 * seconds["graph_fast"] / n,
                   "bytes_per_step": weights + cache_read, "floor_ms_per_token": 1e3 * (weights + cache_read) / bw,
-                  "graph_tokens_equal_eager": same}
+                  "graph_tokens_equal_eager": same, "graph_fast_tokens_equal_eager": same_fast}
     return {"bandwidth_gb_per_s": bw / 1e9, "weights_bytes": weights, "per_length": out}
 
 
 def report_latency(payload: dict) -> None:
     for n, r in payload["cuda_batch1_latency"]["per_length"].items():
         print(f"  batch 1, n = {n:3d}: eager {r['eager_ms_per_token']:.3f} ms/token, "
-              f"CUDA graph {r['graph_ms_per_token']:.3f} ms/token, floor {r['floor_ms_per_token']:.4f} ms/token")
+              f"CUDA graph {r['graph_ms_per_token']:.3f} ms/token (fast step {r['graph_fast_ms_per_token']:.3f}), "
+              f"floor {r['floor_ms_per_token']:.4f} ms/token")
 
 
 def main() -> None:

@@ -263,3 +263,22 @@ def test_packed_decoder_states_under_bf16_autocast():
         explicit = model.decoder_states(tgt, model.encode(src), src)[keep]
     assert packed.dtype == explicit.dtype
     torch.testing.assert_close(packed.float(), explicit.float(), rtol=0.05, atol=0.05)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_static_step_reads_only_device_state(fast):
+    """A CUDA graph replays a step's kernels without its Python: on a static cache the step
+    must take the position from the cache's device tensor, not from cache.length. Emulated
+    on the CPU by freezing cache.length at 0 while the device position advances."""
+    model, src = model_and_source(3)
+    tgt = torch.randint(3, model.config.tgt_vocab_size, (4, 10))
+    memory = model.encode(src)
+    frozen, explicit = (new_cache(model, memory, src, 10, static=True) for _ in range(2))
+    fd = FastDecoder(model, rows=4, onednn=False)
+    for t in range(10):
+        tokens = tgt[:, t : t + 1]
+        got = fast_step(fd, tokens, frozen) if fast else decode_step(model, tokens, frozen)
+        frozen.length = 0  # what a replay leaves: only cache.position moved on
+        want = decode_step(model, tokens, explicit)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert int(frozen.position) == 10

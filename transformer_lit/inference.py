@@ -288,12 +288,15 @@ def _affine(a: Affine, x: Tensor) -> Tensor:
     return x @ a.weight if a.bias is None else torch.addmm(a.bias, x, a.weight)
 
 
-def _embed(fd: FastDecoder, tokens: Tensor, t: int) -> Tensor:
-    "tokens (B, 1) at position t -> scaled embedding plus positional encoding (B, D)."
-    model = fd.model
+def _embed(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
+    """tokens (B, 1) at slot cache.length -> scaled embedding plus positional encoding
+    (B, D)."""
+    model, t = fd.model, cache.length
     x = model.tgt_embed(tokens) * math.sqrt(fd.D)  # (B, 1) -> (B, 1, D)
     if fd.pe is None:  # another positional module: called as the model calls it
         return model.pos(x, offset=t)[:, 0]
+    if cache.static:  # the position as a device tensor, as in _embed_step: graph-safe
+        return x[:, 0] + fd.pe.index_select(0, cache.position.view(1)).to(x.dtype)
     return x[:, 0] + fd.pe[t].to(x.dtype)  # (B, D) + (D,)
 
 # %% ../nbs/10_inference.ipynb #14050138
@@ -301,8 +304,8 @@ def _embed(fd: FastDecoder, tokens: Tensor, t: int) -> Tensor:
 def fast_step(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
     """decode_step's function in fewer operations: tokens (B, 1) at slot cache.length ->
     next-token logits (B, V)."""
-    B, H, D, t = tokens.shape[0], fd.H, fd.D, cache.length
-    x = _embed(fd, tokens, t)  # (B, D)
+    B, H, D = tokens.shape[0], fd.H, fd.D
+    x = _embed(fd, tokens, cache)  # (B, D)
     for i, (qkv, out, cross_q, cross_out, up, act, down, norms) in enumerate(fd.layers):
         # masked self-attention: one product for q, k and v, (B, D) -> 3 x (B, H, 1, Dh)
         h = _norm(norms[0], x) if fd.norm_first else x
