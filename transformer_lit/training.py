@@ -461,17 +461,6 @@ def packed_attention(
     return mha.out_proj(from_grid(merge_heads(heads), at))  # (N, D) -> (N, D)
 
 
-def _embedded_rows(model: Transformer, embed: nn.Embedding, tokens: Tensor,
-                   at: Rows) -> Tensor:
-    "Token ids (B, T) -> embedding * sqrt(D) + position encoding, dropout: (N, D)."
-    ids = tokens.flatten()  # position t of a row is its column
-    positions = torch.arange(at.T, device=tokens.device).repeat(at.B)
-    if at.index is not None:
-        ids, positions = ids[at.index], positions[at.index]
-    x = embed(ids) * math.sqrt(model.config.d_model)  # (N, D)
-    return model.pos.dropout(x + model.pos.pe[positions].to(x.dtype))
-
-
 def packed_decoder_states(
     model: Transformer, src: Tensor, tgt_in: Tensor, keep: Tensor
 ) -> Tensor:
@@ -493,7 +482,8 @@ def packed_decoder_states(
         )
     src_mask = padding_mask(src, config.pad_id)  # (B, 1, 1, S)
     src_at = rows_of(src != config.pad_id)  # pads are never attended to: skip them
-    x = _embedded_rows(model, model.src_embed, src, src_at)  # (N_src, D)
+    # embedded as the model does (a cheap lookup and sum), then the rows kept
+    x = from_grid(model.pos(model.src_embed(src) * math.sqrt(config.d_model)), src_at)
     for layer in model.encoder.layers:
         attend = partial(packed_attention, layer.self_attn, at=src_at, mask=src_mask)
         x = layer.attn_res(x, attend)
@@ -503,7 +493,8 @@ def packed_decoder_states(
     needed = keep.flip(1).cumsum(1).flip(1) > 0  # (B, T)
     tgt_at = rows_of(needed)
     causal = causal_mask(tgt_in.shape[1], tgt_in.device)  # (T, T)
-    y = _embedded_rows(model, model.tgt_embed, tgt_in, tgt_at)  # (N_tgt, D)
+    y = model.pos(model.tgt_embed(tgt_in) * math.sqrt(config.d_model))  # (B, T, D)
+    y = from_grid(y, tgt_at)  # (N_tgt, D)
     for layer in model.decoder.layers:
         y = layer.self_res(
             y, partial(packed_attention, layer.self_attn, at=tgt_at, mask=causal)
