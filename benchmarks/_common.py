@@ -30,6 +30,27 @@ def device_name(device: torch.device) -> str:
     return f"{cpu} ({torch.get_num_threads()} threads)"
 
 
+def cpu_details() -> dict[str, str]:
+    """What tells two CPU hosts of the same name apart: vendor, family/model/stepping, cache
+    sizes (Linux's /proc/cpuinfo and sysfs), and the vector instructions torch's kernels use."""
+    details = {"capability": torch.backends.cpu.get_cpu_capability()}
+    keys = {"vendor_id": "vendor", "cpu family": "family", "model": "model",
+            "stepping": "stepping", "cache size": "cache_per_core"}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in keys and keys[key.strip()] not in details:
+                details[keys[key.strip()]] = value.strip()
+        for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            if kind != "Instruction":
+                details[f"L{level}"] = (index / "size").read_text().strip()
+    except OSError:
+        pass
+    return details
+
+
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -67,5 +88,7 @@ def write_result(name: str, device: torch.device, payload: dict) -> Path:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}_{device.type}.json"
     record = {"device": device_name(device), "torch": torch.__version__, **payload}
+    if device.type == "cpu":
+        record = {"device": record["device"], "cpu": cpu_details(), **record}
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path

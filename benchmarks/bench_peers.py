@@ -51,7 +51,7 @@ from bench_model import ADAM, TorchModel, check_same_model
 from transformer_lit.data import Batch
 from transformer_lit.inference import beam_search, greedy_decode, use_onednn
 from transformer_lit.model import Transformer, TransformerConfig, load_torch_transformer
-from transformer_lit.training import TrainSettings, make_optimizer, train_step
+from transformer_lit.training import TrainSettings, make_optimizer, train_step, use_onednn_products
 
 PAD, BOS = 0, 1
 ALPHA = 0.6                 # beam search length penalty, both sides (ours: GNMT's alpha)
@@ -133,6 +133,13 @@ SETUP_DIFFERENCES = [
     "in closed form (SmoothedCrossEntropy, chapter 09; equal to autograd's, tests/test_training.py), "
     "the peers through autograd. Same loss (cross-entropy without smoothing, padding ignored), "
     "no clipping, the same Adam settings (ours fused, the peers torch's default), on all three.",
+    "Products when training: where use_onednn_products says so (float32 on a CPU with AVX-512; "
+    "recorded per case as ours_onednn), train_step computes every linear layer's product, forward "
+    "and both backward products, by oneDNN (OneDNNLinear, chapter 09: torch.ops.mkldnn."
+    "_linear_pointwise, float32, rows rounded up to a multiple of 64 with zero rows); the peers' "
+    "nn.Linear layers, and every other product on all three sides (attention's, through "
+    "F.scaled_dot_product_attention), go through torch's mm/addmm/bmm, which PyTorch's CPU build "
+    "hands to MKL. Same float32 products, summed in another order.",
     "Training: Marian's dropout, attention_dropout and activation_dropout are all 0.1, as ours (residual, "
     "attention weights, FFN hidden units, embeddings + positions); it is called with use_cache=False, "
     "as with labels; the loss is computed outside the model, the same way for all three.",
@@ -359,6 +366,7 @@ def run_train_step(case: Case, models: dict[str, nn.Module], repeats: int, warmu
     profile = operator_profile(fns)   # after the timing: the profiler slows every operator
     src, _, tgt_out = batch
     row = {**asdict(case), "dropout": models["ours"].config.dropout,
+           "ours_onednn": use_onednn_products(models["ours"]),
            "real_tokens": {"source": float((src != PAD).float().mean()),
                            "target": float((tgt_out != PAD).float().mean())},
            "adam": {k: list(v) if isinstance(v, tuple) else v for k, v in ADAM.items()},

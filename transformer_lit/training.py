@@ -48,11 +48,12 @@ from transformer_lit.model import (
 )
 
 # %% auto #0
-__all__ = ['PRESETS', 'BOOK_CPU_STEPS', 'BOOK_GPU_STEPS', 'CHECKPOINT_FORMAT', 'DecodeFn', 'LossTerms', 'label_smoothing_loss',
-           'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'noam_lr', 'TrainSettings', 'make_optimizer',
-           'preset_vocab_size', 'preset_config', 'preset_settings', 'book_run', 'autocast_dtype', 'autocast_for',
-           'attention_policy', 'make_scaler', 'train_step', 'Rows', 'rows_of', 'to_grid', 'from_grid',
-           'packed_attention', 'packed_decoder_states', 'evaluate', 'rng_states', 'restore_rng_states',
+__all__ = ['PRESETS', 'BOOK_CPU_STEPS', 'BOOK_GPU_STEPS', 'ONEDNN_ROWS', 'CHECKPOINT_FORMAT', 'DecodeFn', 'LossTerms',
+           'label_smoothing_loss', 'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'noam_lr', 'TrainSettings',
+           'make_optimizer', 'preset_vocab_size', 'preset_config', 'preset_settings', 'book_run', 'autocast_dtype',
+           'autocast_for', 'attention_policy', 'make_scaler', 'train_step', 'OneDNNLinear', 'linear',
+           'onednn_available', 'use_onednn_products', 'check_onednn', 'Rows', 'rows_of', 'to_grid', 'from_grid',
+           'packed_attention', 'packed_ffn', 'packed_decoder_states', 'evaluate', 'rng_states', 'restore_rng_states',
            'check_plain_data', 'save_checkpoint', 'load_checkpoint', 'model_from_checkpoint', 'average_state_dicts',
            'TrainState', 'batch_stream', 'snapshot', 'finish_run', 'fit', 'translate_batched', 'greedy_translate',
            'bleu', 'corpus_scores', 'describe_device', 'run_record']
@@ -374,8 +375,11 @@ def train_step(
     with autocast_for(batch.src.device, settings.amp):
         if forward is None:  # compute only where there are tokens (see below)
             keep = batch.tgt_out != model.config.pad_id  # (B, T)
-            h = packed_decoder_states(model, batch.src, batch.tgt_in, keep)  # (N, D)
-            logits, target = model.project(h), batch.tgt_out[keep]  # (N, V), (N,)
+            onednn = use_onednn_products(model)  # which library multiplies (below)
+            h = packed_decoder_states(model, batch.src, batch.tgt_in, keep, onednn)
+            # model.project on the kept rows: (N, D) -> (N, V); targets (N,)
+            logits = linear(h, model.tgt_embed.weight, None, onednn)
+            target = batch.tgt_out[keep]
         else:  # a wrapper is called as the model is: logits at every position
             logits, target = forward(batch.src, batch.tgt_in), batch.tgt_out
     terms = smoothed_cross_entropy(
@@ -396,6 +400,94 @@ def train_step(
             nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
         optimizer.step()
     return LossTerms(terms.loss.detach(), terms.nll.detach())
+
+# %% ../nbs/09_training.ipynb #17619ea5
+# rows rounded up to a multiple of this: one kernel serves 64 values of N
+ONEDNN_ROWS = 64
+
+
+def _onednn_product(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    "x (M, in) @ weight^T (in, out) [+ bias (out,)] -> (M, out), by oneDNN (float32)."
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+
+
+def _pad_rows(x: Tensor, rows: int) -> Tensor:
+    "x (N, C) -> (rows, C): rows of zeros appended (x itself, contiguous, if N = rows)."
+    if x.shape[0] == rows:
+        return x.contiguous()
+    return torch.cat([x, x.new_zeros(rows - x.shape[0], x.shape[1])])
+
+
+class OneDNNLinear(torch.autograd.Function):
+    """F.linear(x, weight, bias) for rows x (N, in), weight (out, in), bias (out,) or
+    None -> (N, out), forward and backward by oneDNN's product (float32, CPU)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        N = x.shape[0]
+        xp = _pad_rows(x, -(-N // ONEDNN_ROWS) * ONEDNN_ROWS)  # (M, in), M >= N
+        ctx.save_for_backward(xp, weight)
+        ctx.N, ctx.has_bias = N, bias is not None
+        return _onednn_product(xp, weight, bias)[:N]  # (M, out) -> (N, out)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        xp, weight = ctx.saved_tensors
+        gp = _pad_rows(grad, xp.shape[0])  # (M, out): zero rows add nothing
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:  # (M, out) @ (out, in) -> (N, in)
+            dx = _onednn_product(gp, weight.t(), None)[: ctx.N]
+        if ctx.needs_input_grad[1]:  # (out, M) @ (M, in) -> (out, in)
+            dw = _onednn_product(gp.t(), xp.t(), None)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            db = grad.sum(0)  # (out,)
+        return dx, dw, db
+
+
+def linear(
+    x: Tensor, weight: Tensor, bias: Tensor | None = None, onednn: bool = False
+) -> Tensor:
+    "F.linear of rows x (N, in) -> (N, out); by OneDNNLinear when onednn."
+    if onednn and x.shape[0] > 0:  # no rows: nothing for oneDNN to compute
+        return OneDNNLinear.apply(x, weight, bias)
+    return F.linear(x, weight, bias)
+
+
+def onednn_available() -> bool:
+    "Whether this PyTorch has oneDNN and the product OneDNNLinear calls."
+    return torch.backends.mkldnn.is_available() and hasattr(
+        torch.ops.mkldnn, "_linear_pointwise"
+    )
+
+
+def use_onednn_products(model: nn.Module) -> bool:
+    """Whether train_step multiplies by oneDNN: float32 weights on a CPU with AVX-512,
+    oneDNN available, no autocast."""
+    p = next(model.parameters())
+    return (
+        p.device.type == "cpu"
+        and p.dtype == torch.float32
+        and torch.backends.cpu.get_cpu_capability() == "AVX512"
+        and onednn_available()
+        and not torch.is_autocast_enabled("cpu")
+    )
+
+
+def check_onednn(model: nn.Module, onednn: bool | None) -> bool:
+    "onednn, or use_onednn_products(model) if None; ValueError where it cannot run."
+    if onednn is None:
+        return use_onednn_products(model)
+    if not isinstance(onednn, bool):
+        raise ValueError(f"onednn must be True, False or None, got {onednn!r}")
+    p = next(model.parameters())
+    if onednn and (p.device.type != "cpu" or p.dtype != torch.float32):
+        raise ValueError(
+            f"onednn=True needs float32 weights on the CPU, got {p.dtype} on {p.device}"
+        )
+    if onednn and not onednn_available():
+        raise ValueError("onednn=True needs a PyTorch built with oneDNN (mkldnn)")
+    return onednn
+
 
 # %% ../nbs/09_training.ipynb #600678c3
 class Rows(NamedTuple):
@@ -427,10 +519,12 @@ def from_grid(grid: Tensor, at: Rows) -> Tensor:
     return rows if at.index is None else rows.index_select(0, at.index)
 
 
-def _stacked(x: Tensor, *linears: nn.Linear) -> Tensor:
+def _stacked(x: Tensor, *linears: nn.Linear, onednn: bool = False) -> Tensor:
     "x (N, D) through several linear maps at once: one product, outputs side by side."
-    weight = torch.cat([lin.weight for lin in linears])
-    return F.linear(x, weight, torch.cat([lin.bias for lin in linears]))
+    one = len(linears) == 1  # a single map: its own tensors, no copy
+    weight = linears[0].weight if one else torch.cat([lin.weight for lin in linears])
+    bias = linears[0].bias if one else torch.cat([lin.bias for lin in linears])
+    return linear(x, weight, bias, onednn)
 
 
 def packed_attention(
@@ -439,35 +533,50 @@ def packed_attention(
     at: Rows,
     mask: Tensor,
     memory: tuple[Tensor, Rows] | None = None,
+    onednn: bool = False,
 ) -> Tensor:
     """mha on packed query rows (N, D) at `at`: self-attention, or attention over
     memory = (packed rows, their Rows); mask as for mha (True = may attend) -> (N, D).
     Projections run on the rows; only the attention itself sees the padded grid."""
-    H = mha.n_heads
+    H, by = mha.n_heads, dict(onednn=onednn)  # by: which library multiplies
     if memory is None:  # (N, D) -> (N, 3D) -> grid (B, T, 3D) -> 3 x (B, T, D)
-        q, k, v = to_grid(_stacked(rows, mha.q_proj, mha.k_proj, mha.v_proj), at).chunk(
-            3, dim=-1
-        )
+        qkv = _stacked(rows, mha.q_proj, mha.k_proj, mha.v_proj, **by)
+        q, k, v = to_grid(qkv, at).chunk(3, dim=-1)
     else:
         memory_rows, memory_at = memory
-        q = to_grid(mha.q_proj(rows), at)  # (B, T, D)
+        q = to_grid(_stacked(rows, mha.q_proj, **by), at)  # (B, T, D)
         # (N_src, 2D) -> grid (B, S, 2D) -> 2 x (B, S, D)
-        kv = to_grid(_stacked(memory_rows, mha.k_proj, mha.v_proj), memory_at)
+        kv = to_grid(_stacked(memory_rows, mha.k_proj, mha.v_proj, **by), memory_at)
         k, v = kv.chunk(2, dim=-1)
     p = mha.dropout if mha.training else 0.0
     heads = fused_attention(
         split_heads(q, H), split_heads(k, H), split_heads(v, H), mask, p
     )  # (B, H, T, Dh)
-    return mha.out_proj(from_grid(merge_heads(heads), at))  # (N, D) -> (N, D)
+    # (N, D) -> (N, D)
+    return _stacked(from_grid(merge_heads(heads), at), mha.out_proj, **by)
+
+
+def packed_ffn(ffn: nn.Module, rows: Tensor, onednn: bool = False) -> Tensor:
+    "Chapter 05's FeedForward on rows (N, D) -> (N, D), its products by `linear`."
+    h = linear(rows, ffn.linear1.weight, ffn.linear1.bias, onednn)  # (N, F)
+    return linear(
+        ffn.dropout(ffn.activation(h)), ffn.linear2.weight, ffn.linear2.bias, onednn
+    )
 
 
 def packed_decoder_states(
-    model: Transformer, src: Tensor, tgt_in: Tensor, keep: Tensor
+    model: Transformer,
+    src: Tensor,
+    tgt_in: Tensor,
+    keep: Tensor,
+    onednn: bool | None = None,
 ) -> Tensor:
     """model.decoder_states(tgt_in, model.encode(src), src)[keep], (N, D), computed
     only where there are tokens: source positions that are not padding, and each
-    target row up to its last position in keep (bool (B, T))."""
+    target row up to its last position in keep (bool (B, T)). onednn: products by
+    OneDNNLinear (None: as use_onednn_products chooses)."""
     config = model.config
+    onednn = check_onednn(model, onednn)
     _check_tokens("src", src, config.src_vocab_size, config.max_len)
     _check_tokens("tgt_in", tgt_in, config.tgt_vocab_size, config.max_len)
     if keep.dtype != torch.bool or keep.shape != tgt_in.shape:
@@ -484,10 +593,13 @@ def packed_decoder_states(
     src_at = rows_of(src != config.pad_id)  # pads are never attended to: skip them
     # embedded as the model does (a cheap lookup and sum), then the rows kept
     x = from_grid(model.pos(model.src_embed(src) * math.sqrt(config.d_model)), src_at)
+    ffn = partial(packed_ffn, onednn=onednn)  # position-wise: the rows alone
     for layer in model.encoder.layers:
-        attend = partial(packed_attention, layer.self_attn, at=src_at, mask=src_mask)
+        attend = partial(
+            packed_attention, layer.self_attn, at=src_at, mask=src_mask, onednn=onednn
+        )
         x = layer.attn_res(x, attend)
-        x = layer.ffn_res(x, layer.ffn)  # position-wise: the rows alone
+        x = layer.ffn_res(x, partial(ffn, layer.ffn))
     memory = (model.encoder.norm(x), src_at)
     # a target position is needed if it or a later one is kept (causal attention)
     needed = keep.flip(1).cumsum(1).flip(1) > 0  # (B, T)
@@ -496,18 +608,23 @@ def packed_decoder_states(
     y = model.pos(model.tgt_embed(tgt_in) * math.sqrt(config.d_model))  # (B, T, D)
     y = from_grid(y, tgt_at)  # (N_tgt, D)
     for layer in model.decoder.layers:
-        y = layer.self_res(
-            y, partial(packed_attention, layer.self_attn, at=tgt_at, mask=causal)
+        attend = partial(
+            packed_attention, layer.self_attn, at=tgt_at, mask=causal, onednn=onednn
         )
+        y = layer.self_res(y, attend)
         cross = partial(
-            packed_attention, layer.cross_attn, at=tgt_at, mask=src_mask, memory=memory
+            packed_attention,
+            layer.cross_attn,
+            at=tgt_at,
+            mask=src_mask,
+            memory=memory,
+            onednn=onednn,
         )
         y = layer.cross_res(y, cross)
-        y = layer.ffn_res(y, layer.ffn)
+        y = layer.ffn_res(y, partial(ffn, layer.ffn))
     y = model.decoder.norm(y)  # (N_tgt, D)
     kept = keep[needed]  # which computed rows are kept, (N_tgt,)
     return y if bool(kept.all()) else y[kept]
-
 
 # %% ../nbs/09_training.ipynb #32372a65
 @torch.no_grad()

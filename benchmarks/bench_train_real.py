@@ -1,0 +1,94 @@
+"""train_step on real batches (chapter 09's corpus, length-bucketed as `fit` makes them), its
+products by oneDNN against F.linear (MKL), interleaved batch by batch on the same weights.
+
+    python benchmarks/bench_train_real.py                  # presets cpu and small, 24 batches
+    python benchmarks/bench_train_real.py --batches 8 --presets cpu
+
+Where chapter 08's bench_peers.py times one synthetic batch against other libraries, this
+measures what a real run gains: target tokens per second of training steps, both ways, on the
+first batches of an epoch of the training books (the shipped model's tokenizer encodes them).
+Both sides start from the same weights and take the same batches; each batch is timed once each
+way, in alternating order. Writes transformer_lit/results/train_real_cpu.json.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from unittest import mock
+
+import torch
+
+from _common import write_result
+from transformer_lit import training
+from transformer_lit.data import load_verses, make_batches, split_by_book, version_pairs, encode_pairs
+from transformer_lit.model import Transformer
+from transformer_lit.pretrained import load_pretrained
+from transformer_lit.training import make_optimizer, preset_config, preset_settings, train_step
+
+
+def time_preset(preset: str, examples, n_batches: int, vocab: int) -> dict:
+    "Seconds per train_step on n_batches real batches, products by oneDNN and by F.linear."
+    settings = preset_settings(preset, max_steps=n_batches)
+    batches = [b for _, b in zip(range(n_batches + 2), make_batches(examples, settings.max_tokens, seed=0))]
+    torch.manual_seed(0)
+    base = Transformer(preset_config(preset, vocab)).train()
+    sides = {}
+    for name in ("onednn", "f_linear"):
+        model = Transformer(preset_config(preset, vocab)).train()
+        model.load_state_dict(base.state_dict())
+        sides[name] = (model, make_optimizer(model, settings))
+    seconds = {name: [] for name in sides}
+    for i, batch in enumerate(batches):
+        order = list(sides) if i % 2 == 0 else list(sides)[::-1]
+        for name in order:
+            model, optimizer = sides[name]
+            with mock.patch.object(training, "use_onednn_products", lambda m, o=name == "onednn": o):
+                start = time.perf_counter()
+                train_step(model, batch, optimizer, 1e-4, settings)
+                elapsed = time.perf_counter() - start
+            if i >= 2:                       # the first two batches warm up
+                seconds[name].append(elapsed)
+    tokens = sum(int((b.tgt_out != 0).sum()) for b in batches[2:])
+    total = {name: sum(s) for name, s in seconds.items()}
+    return {"preset": preset, "batches": n_batches, "max_tokens": settings.max_tokens,
+            "target_tokens": tokens,
+            "median_step_seconds": {k: statistics.median(v) for k, v in seconds.items()},
+            "target_tokens_per_second": {k: tokens / t for k, t in total.items()},
+            "speedup_onednn": total["f_linear"] / total["onednn"]}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batches", type=int, default=24)
+    parser.add_argument("--presets", nargs="+", default=["cpu", "small"])
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    if not training.onednn_available():
+        raise SystemExit("this PyTorch has no oneDNN: nothing to compare")
+    _, tokenizer = load_pretrained()
+    train = split_by_book(version_pairs(load_verses()))["train"]
+    examples, _ = encode_pairs(train, tokenizer, max_len=256)
+    load_before = os.getloadavg()[0]
+    rows = []
+    for preset in args.presets:
+        rows.append(time_preset(preset, examples, args.batches, tokenizer.vocab_size))
+        r = rows[-1]
+        print(f"{preset}: {r['target_tokens_per_second']['onednn']:,.0f} target tokens/s by oneDNN, "
+              f"{r['target_tokens_per_second']['f_linear']:,.0f} by F.linear: "
+              f"{r['speedup_onednn']:.2f}x", flush=True)
+    payload = {"what": "train_step on real batches of chapter 09's corpus, products by oneDNN "
+                       "(OneDNNLinear) against F.linear (MKL), interleaved batch by batch",
+               "device_type": "cpu", "threads": torch.get_num_threads(),
+               "capability": torch.backends.cpu.get_cpu_capability(),
+               "chosen_by_use_onednn_products": training.use_onednn_products(Transformer(preset_config("cpu", 100))),
+               "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
+               "presets": rows}
+    print(f"wrote {write_result('train_real', torch.device('cpu'), payload)}")
+    return payload
+
+
+if __name__ == "__main__":
+    main()
