@@ -72,3 +72,29 @@ def test_cpu_decode_benchmark_meets_its_goal():
     run = load("decode_cpu.json")
     goal = next(r for r in run["results"] if r["batch"] == 1 and r["new_tokens"] == 256)
     assert goal["speedup"] >= 5.0 and run["goal"]["met"]
+
+
+def test_peers_benchmark_records_what_ran_and_where():
+    "Every case of peers_cpu.json says which products ours used and the host's processor."
+    run = load("peers_cpu.json")
+    assert {"vendor", "family", "model", "capability", "L2", "L3"} <= set(run["cpu"])
+    for case in run["cases"]:
+        assert isinstance(case["ours_onednn"], bool)
+        ratio = case["median_seconds"]["ours"] / case["median_seconds"]["marian"]
+        assert math.isclose(ratio, case["ratio_ours_to_marian"], rel_tol=1e-9)
+    trains = [c for c in run["cases"] if c["kind"] == "train"]
+    assert {c["padded"] for c in trains} == {True, False}
+    # OneDNNLinear's products are what the profile of ours shows when they ran
+    for case in trains:
+        top = [name for name, _, _ in case["profile"]["ours"]["top"]]
+        assert ("mkldnn::_linear_pointwise" in top) == case["ours_onednn"]
+
+
+def test_real_batch_training_benchmark_is_consistent():
+    run = load("train_real_cpu.json")
+    assert {r["preset"] for r in run["presets"]} == {"cpu", "small"}
+    for r in run["presets"]:
+        assert r["max_tokens"] == preset_settings(r["preset"], max_steps=1).max_tokens
+        rate = r["target_tokens_per_second"]
+        assert math.isclose(r["speedup_onednn"], rate["onednn"] / rate["f_linear"], rel_tol=1e-9)
+        assert r["target_tokens"] > 0 and r["batches"] > 0
