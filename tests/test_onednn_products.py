@@ -184,3 +184,20 @@ def test_check_onednn_rejects_bad_values():
     with pytest.raises(ValueError, match="onednn=True needs float32"):
         packed_decoder_states(model.double(), src, tgt, keep, onednn=True)
     assert check_onednn(model.double(), False) is False
+
+
+def test_an_internal_operator_that_changed_is_not_used(monkeypatch):
+    "If the internal product fails or disagrees, onednn_available says no and train_step falls back."
+    def broken(x, weight, bias):
+        raise TypeError("_linear_pointwise() takes 5 arguments")
+
+    onednn_available.cache_clear()
+    try:
+        monkeypatch.setattr(training, "_onednn_product", broken)
+        assert not onednn_available()
+        assert not use_onednn_products(Transformer(TransformerConfig.tiny()))
+        onednn_available.cache_clear()
+        monkeypatch.setattr(training, "_onednn_product", lambda x, w, b: F.linear(x, w) + 1)
+        assert not onednn_available()
+    finally:
+        onednn_available.cache_clear()

@@ -14,7 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -444,6 +444,7 @@ class OneDNNLinear(torch.autograd.Function):
         return dx, dw, db
 
 
+# %% ../nbs/09_training.ipynb #14641b02
 def linear(
     x: Tensor, weight: Tensor, bias: Tensor | None = None, onednn: bool = False
 ) -> Tensor:
@@ -453,11 +454,17 @@ def linear(
     return F.linear(x, weight, bias)
 
 
+@cache
 def onednn_available() -> bool:
-    "Whether this PyTorch has oneDNN and the product OneDNNLinear calls."
-    return torch.backends.mkldnn.is_available() and hasattr(
-        torch.ops.mkldnn, "_linear_pointwise"
-    )
+    """Whether this PyTorch has oneDNN and the product OneDNNLinear calls, and it agrees
+    with F.linear (an internal operator: checked once, on a tiny product)."""
+    if not torch.backends.mkldnn.is_available():
+        return False
+    try:
+        x, w = torch.arange(6.0).view(2, 3), torch.ones(4, 3)
+        return torch.equal(_onednn_product(x, w, None), F.linear(x, w))
+    except (AttributeError, RuntimeError, TypeError):  # absent, or a new signature
+        return False
 
 
 def use_onednn_products(model: nn.Module) -> bool:
