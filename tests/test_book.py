@@ -17,6 +17,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
+SHOT_TILE = 12_000   # px: the tallest single capture of a page (see visit)
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--disable-quic"]
 
@@ -70,7 +71,16 @@ def visit(browser, url: str, shot: Path) -> tuple[object, list[str]]:
     assert resp is not None and resp.ok, f"{url} answered {resp and resp.status}"
     page.evaluate("() => window.MathJax?.startup?.promise")
     shot.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(shot), full_page=True)
+    for old in shot.parent.glob(f"{shot.stem}-*{shot.suffix}"):   # tiles of an earlier build
+        old.unlink()
+    # One capture of a very tall page (chapter 09: 53,000 px) came back with its prose missing
+    # below ~12,000 px; captures of at most SHOT_TILE px each render whole, so a taller page is
+    # saved in tiles: name.png, then name-2.png, name-3.png, ...
+    height = page.evaluate("document.documentElement.scrollHeight")
+    for i, top in enumerate(range(0, height, SHOT_TILE)):
+        path = shot if i == 0 else shot.with_name(f"{shot.stem}-{i + 1}{shot.suffix}")
+        clip = {"x": 0, "y": top, "width": 1280, "height": min(SHOT_TILE, height - top)}
+        page.screenshot(path=str(path), full_page=True, clip=clip)
     return page, errors
 
 
