@@ -165,7 +165,12 @@ def test_train_step_multiplies_by_the_chosen_library(monkeypatch):
 def test_policy(monkeypatch):
     model = Transformer(TransformerConfig.tiny())
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     assert use_onednn_products(model)
+    # several threads: oneDNN's waits for its threads collapse under oversubscription
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    assert not use_onednn_products(model)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     assert not use_onednn_products(model.double())
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert not use_onednn_products(model.float())

@@ -469,12 +469,13 @@ def onednn_available() -> bool:
 
 def use_onednn_products(model: nn.Module) -> bool:
     """Whether train_step multiplies by oneDNN: float32 weights on a CPU with AVX-512,
-    oneDNN available, no autocast."""
+    torch on one thread (see the text), oneDNN available, no autocast."""
     p = next(model.parameters())
     return (
         p.device.type == "cpu"
         and p.dtype == torch.float32
         and torch.backends.cpu.get_cpu_capability() == "AVX512"
+        and torch.get_num_threads() == 1
         and onednn_available()
         and not torch.is_autocast_enabled("cpu")
     )
