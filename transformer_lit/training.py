@@ -529,10 +529,8 @@ def from_grid(grid: Tensor, at: Rows) -> Tensor:
 
 def _stacked(x: Tensor, *linears: nn.Linear, onednn: bool = False) -> Tensor:
     "x (N, D) through several linear maps at once: one product, outputs side by side."
-    one = len(linears) == 1  # a single map: its own tensors, no copy
-    weight = linears[0].weight if one else torch.cat([lin.weight for lin in linears])
-    bias = linears[0].bias if one else torch.cat([lin.bias for lin in linears])
-    return linear(x, weight, bias, onednn)
+    weight = torch.cat([lin.weight for lin in linears])
+    return linear(x, weight, torch.cat([lin.bias for lin in linears]), onednn)
 
 
 def packed_attention(
@@ -546,22 +544,23 @@ def packed_attention(
     """mha on packed query rows (N, D) at `at`: self-attention, or attention over
     memory = (packed rows, their Rows); mask as for mha (True = may attend) -> (N, D).
     Projections run on the rows; only the attention itself sees the padded grid."""
-    H, by = mha.n_heads, dict(onednn=onednn)  # by: which library multiplies
+    H = mha.n_heads
     if memory is None:  # (N, D) -> (N, 3D) -> grid (B, T, 3D) -> 3 x (B, T, D)
-        qkv = _stacked(rows, mha.q_proj, mha.k_proj, mha.v_proj, **by)
+        qkv = _stacked(rows, mha.q_proj, mha.k_proj, mha.v_proj, onednn=onednn)
         q, k, v = to_grid(qkv, at).chunk(3, dim=-1)
     else:
         memory_rows, memory_at = memory
-        q = to_grid(_stacked(rows, mha.q_proj, **by), at)  # (B, T, D)
+        q = to_grid(linear(rows, mha.q_proj.weight, mha.q_proj.bias, onednn), at)
         # (N_src, 2D) -> grid (B, S, 2D) -> 2 x (B, S, D)
-        kv = to_grid(_stacked(memory_rows, mha.k_proj, mha.v_proj, **by), memory_at)
+        kv = _stacked(memory_rows, mha.k_proj, mha.v_proj, onednn=onednn)
+        kv = to_grid(kv, memory_at)
         k, v = kv.chunk(2, dim=-1)
     p = mha.dropout if mha.training else 0.0
     heads = fused_attention(
         split_heads(q, H), split_heads(k, H), split_heads(v, H), mask, p
     )  # (B, H, T, Dh)
-    # (N, D) -> (N, D)
-    return _stacked(from_grid(merge_heads(heads), at), mha.out_proj, **by)
+    out = mha.out_proj  # (N, D) -> (N, D)
+    return linear(from_grid(merge_heads(heads), at), out.weight, out.bias, onednn)
 
 
 def packed_ffn(ffn: nn.Module, rows: Tensor, onednn: bool = False) -> Tensor:
