@@ -10,7 +10,7 @@ from typing import Callable
 
 import torch
 
-from transformer_lit.training import attention_policy
+from transformer_lit.recipe import attention_policy
 
 RESULTS = Path(__file__).resolve().parents[1] / "transformer_lit" / "results"   # package data: the book shows them
 

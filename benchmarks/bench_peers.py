@@ -49,9 +49,12 @@ from torch import Tensor, nn
 from _common import device_name, interleaved_medians, write_result
 from bench_model import ADAM, TorchModel, check_same_model
 from transformer_lit.data import Batch
-from transformer_lit.inference import beam_search, greedy_decode, use_onednn
+from transformer_lit.fast import use_onednn
+from transformer_lit.inference import beam_search, greedy_decode
 from transformer_lit.model import Transformer, TransformerConfig, load_torch_transformer
-from transformer_lit.training import TrainSettings, make_optimizer, train_step, use_onednn_products
+from transformer_lit.fast import use_onednn_products
+from transformer_lit.recipe import TrainSettings
+from transformer_lit.training import make_optimizer, train_step
 
 PAD, BOS = 0, 1
 ALPHA = 0.6                 # beam search length penalty, both sides (ours: GNMT's alpha)

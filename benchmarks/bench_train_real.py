@@ -25,7 +25,8 @@ from transformer_lit import training
 from transformer_lit.data import load_verses, make_batches, split_by_book, version_pairs, encode_pairs
 from transformer_lit.model import Transformer
 from transformer_lit.pretrained import load_pretrained
-from transformer_lit.training import make_optimizer, preset_config, preset_settings, train_step
+from transformer_lit.recipe import preset_config, preset_settings
+from transformer_lit.training import make_optimizer, train_step
 
 
 def time_preset(preset: str, examples, n_batches: int, vocab: int) -> dict:

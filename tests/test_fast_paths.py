@@ -7,25 +7,12 @@ import pytest
 import torch
 
 from transformer_lit.data import Batch
-from transformer_lit.inference import (
-    FastDecoder,
-    beam_search,
-    decode_step,
-    fast_step,
-    greedy_decode,
-    new_cache,
-    use_onednn,
-)
+from transformer_lit.fast import FastDecoder, fast_step, use_onednn
+from transformer_lit.inference import beam_search, decode_step, greedy_decode, new_cache
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.training import (
-    TrainSettings,
-    from_grid,
-    make_optimizer,
-    packed_decoder_states,
-    rows_of,
-    to_grid,
-    train_step,
-)
+from transformer_lit.fast import from_grid, packed_decoder_states, rows_of, to_grid
+from transformer_lit.recipe import TrainSettings
+from transformer_lit.training import make_optimizer, train_step
 
 CONFIGS = [
     dict(norm_first=False),

@@ -3,25 +3,26 @@ equals F.linear and autograd, the rows are rounded so that few shapes reach oneD
 packed step gives the same values and gradients either way, and the policy and the bad
 arguments behave as documented."""
 
+import json
+
 import pytest
 import torch
 import torch.nn.functional as F
 
-import transformer_lit.training as training
+import transformer_lit.fast as fast
 from transformer_lit.data import Batch
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.training import (
+from transformer_lit.fast import (
     ONEDNN_ROWS,
     OneDNNLinear,
-    TrainSettings,
     check_onednn,
     linear,
-    make_optimizer,
     onednn_available,
     packed_decoder_states,
-    train_step,
     use_onednn_products,
 )
+from transformer_lit.recipe import TrainSettings
+from transformer_lit.training import make_optimizer, train_step
 
 pytestmark = pytest.mark.skipif(not onednn_available(), reason="PyTorch without oneDNN")
 
@@ -73,13 +74,13 @@ def test_no_rows_falls_back_to_f_linear():
 def test_rows_are_rounded_to_a_multiple(monkeypatch):
     "N from 1000 to 1127 reaches oneDNN as three shapes, forward and backward."
     seen = []
-    product = training._onednn_product
+    product = fast._onednn_product
 
     def recording(x, weight, bias):
         seen.append((tuple(x.shape), tuple(weight.shape)))
         return product(x, weight, bias)
 
-    monkeypatch.setattr(training, "_onednn_product", recording)
+    monkeypatch.setattr(fast, "_onednn_product", recording)
     w = torch.randn(12, 16, requires_grad=True)
     for n in range(1000, 1128):
         x = torch.randn(n, 16, requires_grad=True)
@@ -97,9 +98,8 @@ def test_rows_are_rounded_to_a_multiple(monkeypatch):
 def test_only_the_needed_gradients_are_computed(monkeypatch):
     "A weight that needs no gradient costs no dW product; an input, no dx product."
     calls = []
-    product = training._onednn_product
-    monkeypatch.setattr(
-        training, "_onednn_product", lambda *a: calls.append(a[0].shape) or product(*a)
+    product = fast._onednn_product
+    monkeypatch.setattr(fast, "_onednn_product", lambda *a: calls.append(a[0].shape) or product(*a)
     )
     x = torch.randn(70, 16)  # no gradient
     w = torch.randn(12, 16, requires_grad=True)
@@ -143,17 +143,17 @@ def test_train_step_multiplies_by_the_chosen_library(monkeypatch):
     batch = Batch(src, tgt, tgt.roll(-1, 1).masked_fill(~keep, 0), torch.arange(6))
     settings = TrainSettings(max_steps=1, clip_norm=1.0)
     calls = []
-    product = training._onednn_product
-    monkeypatch.setattr(
-        training, "_onednn_product", lambda *a: calls.append(1) or product(*a)
+    product = fast._onednn_product
+    monkeypatch.setattr(fast, "_onednn_product", lambda *a: calls.append(1) or product(*a)
     )
     out = {}
     for onednn in (True, False):
-        monkeypatch.setattr(training, "use_onednn_products", lambda model, o=onednn: o)
+        monkeypatch.setattr(fast, "use_onednn_products", lambda model, o=onednn: o)
         calls.clear()
         torch.manual_seed(1)
         model = Transformer(TransformerConfig.tiny(dropout=0.0))
-        terms = train_step(model, batch, make_optimizer(model, settings), 1e-3, settings)
+        opt = make_optimizer(model, settings)
+        terms = train_step(model, batch, opt, 1e-3, settings, fast=True)
         out[onednn] = terms.loss, {n: p.grad for n, p in model.named_parameters()}
         # every product of the step, forward and backward, or none
         assert (len(calls) > 40) if onednn else not calls
@@ -164,6 +164,7 @@ def test_train_step_multiplies_by_the_chosen_library(monkeypatch):
 
 def test_policy(monkeypatch):
     model = Transformer(TransformerConfig.tiny())
+    monkeypatch.setattr(fast, "onednn_measured_faster", lambda kind: True)
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     assert use_onednn_products(model)
@@ -198,11 +199,68 @@ def test_an_internal_operator_that_changed_is_not_used(monkeypatch):
 
     onednn_available.cache_clear()
     try:
-        monkeypatch.setattr(training, "_onednn_product", broken)
+        monkeypatch.setattr(fast, "_onednn_product", broken)
         assert not onednn_available()
         assert not use_onednn_products(Transformer(TransformerConfig.tiny()))
         onednn_available.cache_clear()
-        monkeypatch.setattr(training, "_onednn_product", lambda x, w, b: F.linear(x, w) + 1)
+        monkeypatch.setattr(fast, "_onednn_product", lambda x, w, b: F.linear(x, w) + 1)
         assert not onednn_available()
     finally:
         onednn_available.cache_clear()
+
+
+def test_the_policy_follows_the_measurement(monkeypatch):
+    "Where the measurement found oneDNN no faster (e.g. MKL with AVX-512), F.linear stays."
+    model = Transformer(TransformerConfig.tiny())
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    for found in (True, False):
+        monkeypatch.setattr(fast, "onednn_measured_faster", lambda kind, f=found: f)
+        assert use_onednn_products(model) is found
+        assert fast.use_onednn(model, rows=8) is found
+
+
+@pytest.mark.parametrize("plain, onednn, chosen", [(1.0, 0.5, True), (1.0, 0.95, False),
+                                                    (1.0, 1.5, False), (1.0, 0.9, True)])
+def test_measured_once_per_machine_and_kept(tmp_path, monkeypatch, plain, onednn, chosen):
+    "The measured times decide with a 10% margin; the answer is kept and not measured again."
+    monkeypatch.setenv("TRANSFORMER_LIT_CACHE", str(tmp_path))
+    measured = []
+    monkeypatch.setattr(fast, "_time_products",
+                        lambda kind: measured.append(kind) or {"plain": plain, "onednn": onednn})
+    monkeypatch.setattr(fast, "onednn_available", lambda: True)
+    fast.onednn_measured_faster.cache_clear()
+    try:
+        assert fast.onednn_measured_faster("train") is chosen
+        fast.onednn_measured_faster.cache_clear()  # a new process: reads the file
+        assert fast.onednn_measured_faster("train") is chosen
+        assert measured == ["train"]
+        kept = json.loads((tmp_path / fast.MEASURED_FILE).read_text())
+        assert kept[fast._cpu_key()]["train"] == {"plain": plain, "onednn": onednn}
+        with pytest.raises(ValueError, match="kind must be 'train' or 'decode'"):
+            fast.onednn_measured_faster("other")
+    finally:
+        fast.onednn_measured_faster.cache_clear()
+
+
+def test_a_damaged_or_unwritable_record_is_measured_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_LIT_CACHE", str(tmp_path / "file"))
+    (tmp_path / "file").write_text("not a folder")  # the cache cannot be written
+    monkeypatch.setattr(fast, "_time_products", lambda kind: {"plain": 2.0, "onednn": 1.0})
+    monkeypatch.setattr(fast, "onednn_available", lambda: True)
+    fast.onednn_measured_faster.cache_clear()
+    try:
+        assert fast.onednn_measured_faster("decode") is True
+    finally:
+        fast.onednn_measured_faster.cache_clear()
+
+
+def test_the_real_measurement_runs_both_kinds():
+    "On this machine: both kinds time both ways, in positive seconds, threads put back."
+    threads = torch.get_num_threads()
+    for kind in ("train", "decode"):
+        if not fast.onednn_available():
+            pytest.skip("no oneDNN in this PyTorch")
+        times = fast._time_products(kind)
+        assert set(times) == {"plain", "onednn"} and min(times.values()) > 0
+    assert torch.get_num_threads() == threads

@@ -10,8 +10,13 @@ import torch
 
 from transformer_lit.data import Batch
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.training import (TrainSettings, TrainState, autocast_dtype, autocast_for,
-                                      make_optimizer, make_scaler, train_step)
+from transformer_lit.recipe import (
+    TrainSettings,
+    autocast_dtype,
+    autocast_for,
+    make_scaler,
+)
+from transformer_lit.training import TrainState, make_optimizer, train_step
 
 GPUS = [((6, 0), torch.float16), ((7, 0), torch.float16), ((7, 5), torch.float16),
         ((8, 0), torch.bfloat16), ((8, 9), torch.bfloat16), ((9, 0), torch.bfloat16)]
@@ -87,12 +92,12 @@ def test_the_scaler_state_travels_in_the_train_state():
 
 
 def test_one_cudnn_attention_policy_for_training_decoding_and_the_command():
-    from transformer_lit import cli, training
+    from transformer_lit import cli, recipe, training
     calls = []
     with mock.patch.object(torch.backends.cuda, "enable_cudnn_sdp", lambda on: calls.append(on)):
-        training.attention_policy(torch.device("cpu"))
+        recipe.attention_policy(torch.device("cpu"))
         assert calls == []
-        training.attention_policy(torch.device("cuda"))
+        recipe.attention_policy(torch.device("cuda"))
         assert calls == [False]
     for module in (training, cli):   # fit, translate_batched and device_from_args call it
         assert "attention_policy(" in open(module.__file__).read()

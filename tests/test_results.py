@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_lit.training import BOOK_GPU_STEPS, book_run, preset_config, preset_settings
+from transformer_lit.recipe import (
+    BOOK_GPU_STEPS,
+    book_run,
+    preset_config,
+    preset_settings,
+)
 
 RESULTS = Path(__file__).resolve().parents[1] / "transformer_lit" / "results"
 

@@ -18,7 +18,8 @@ import transformer_lit.cli as cli
 from transformer_lit import data
 from transformer_lit.data import Verse, encode_pairs, train_tokenizer, version_pairs, write_verses_tsv
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.training import TrainSettings, fit, load_checkpoint, make_optimizer
+from transformer_lit.recipe import TrainSettings
+from transformer_lit.training import fit, load_checkpoint, make_optimizer
 
 from test_cli import ENGLISH, FRENCH   # the same six sentence pairs
 

@@ -10,10 +10,33 @@ import torch.nn.functional as F
 
 from transformer_lit.data import PAD_ID, EncodedPair, SubwordTokenizer, collate, train_tokenizer
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.training import (CHECKPOINT_FORMAT, TrainSettings, TrainState, average_state_dicts, bleu, evaluate,
-                                      fit, label_smoothing_loss, smoothed_cross_entropy, load_checkpoint, make_optimizer, model_from_checkpoint,
-                                      noam_lr, preset_config, preset_settings, preset_vocab_size, restore_rng_states,
-                                      rng_states, run_record, save_checkpoint, book_run, train_step)
+from transformer_lit.training import LossTerms
+from transformer_lit.fast import smoothed_cross_entropy as _closed_form
+from transformer_lit.recipe import (
+    TrainSettings,
+    preset_config,
+    preset_settings,
+    preset_vocab_size,
+    book_run,
+)
+from transformer_lit.training import (
+    CHECKPOINT_FORMAT,
+    TrainState,
+    average_state_dicts,
+    bleu,
+    evaluate,
+    fit,
+    label_smoothing_loss,
+    load_checkpoint,
+    make_optimizer,
+    model_from_checkpoint,
+    noam_lr,
+    restore_rng_states,
+    rng_states,
+    run_record,
+    save_checkpoint,
+    train_step,
+)
 
 V = 40
 
@@ -37,6 +60,11 @@ def toy_examples(n: int = 48, seed: int = 0) -> list[EncodedPair]:
 
 
 # --- label smoothing ------------------------------------------------------------------------------
+
+def smoothed_cross_entropy(*args, **kwargs) -> LossTerms:
+    "The fast loss, its (loss, nll) named as label_smoothing_loss names them."
+    return LossTerms(*_closed_form(*args, **kwargs))
+
 
 LOSSES = [label_smoothing_loss, smoothed_cross_entropy]  # autograd's gradient; closed form
 

@@ -39,11 +39,16 @@ from .inference import InputTruncatedWarning, translate
 from .model import Transformer
 from .pretrained import load_pretrained
 from .runs import World, any_rank, data_parallel, start, stop
-from transformer_lit.training import (
+from transformer_lit.recipe import (
     PRESETS,
     TrainSettings,
-    TrainState,
     attention_policy,
+    preset_config,
+    preset_settings,
+    preset_vocab_size,
+)
+from transformer_lit.training import (
+    TrainState,
     average_state_dicts,
     corpus_scores,
     describe_device,
@@ -52,9 +57,6 @@ from transformer_lit.training import (
     load_checkpoint,
     make_optimizer,
     model_from_checkpoint,
-    preset_config,
-    preset_settings,
-    preset_vocab_size,
     restore_rng_states,
     run_record,
     save_checkpoint,

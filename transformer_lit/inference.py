@@ -7,23 +7,22 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-from .attention import MultiHeadAttention, fused_attention, split_heads
+from .attention import MultiHeadAttention, split_heads
 from .data import BOS_ID, EOS_ID, SubwordTokenizer
+from .fast import FastDecoder, fast_step
 from .masking import padding_mask
 from .model import Transformer, _check_new_tokens, greedy_decode_uncached
-from .positional import PositionalEncoding
 from .training import translate_batched
 
 # %% auto #0
-__all__ = ['KVCache', 'new_cache', 'decode_step', 'Affine', 'use_onednn', 'FastDecoder', 'fast_step', 'greedy_decode',
-           'gnmt_length_penalty', 'beam_search', 'InputTruncatedWarning', 'translate']
+__all__ = ['KVCache', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'InputTruncatedWarning',
+           'OutputTruncatedWarning', 'translate']
 
 # %% ../nbs/10_inference.ipynb #5b5cd812
 class KVCache:
@@ -198,135 +197,6 @@ def decode_step(model: Transformer, tokens: Tensor, cache: KVCache) -> Tensor:
     # (B, D) @ (D, V) -> (B, V)
     return F.linear(model.decoder.norm(y)[:, 0], model.tgt_embed.weight)
 
-# %% ../nbs/10_inference.ipynb #c1e2df19
-class Affine(NamedTuple):
-    """A linear map x (B, in) -> x W^T + b (B, out), its matrix stored for the kernel
-    that multiplies it: W^T contiguous (in, out) for torch.addmm, or W reordered into
-    the blocked layout of oneDNN, the CPU library behind PyTorch's compiled kernels."""
-
-    bias: Tensor | None  # (out,)
-    weight: Tensor
-    onednn: bool
-
-
-def _pack(weight: Tensor, bias: Tensor | None, rows: int, onednn: bool) -> Affine:
-    "W (out, in) and b (out,) stored for products with rows x in inputs."
-    if onednn:  # reordered once, for inputs of this many rows
-        return Affine(bias, torch.ops.mkldnn._reorder_linear_weight(weight, rows), True)
-    return Affine(bias, weight.t().contiguous(), False)  # (in, out)
-
-
-def _packed(*linears: nn.Linear, rows: int, onednn: bool) -> Affine:
-    "Linears side by side, one product for all: W (sum of outs, in), b (sum of outs,)."
-    weight = torch.cat([lin.weight for lin in linears])
-    return _pack(weight, torch.cat([lin.bias for lin in linears]), rows, onednn)
-
-
-def use_onednn(model: Transformer, rows: int) -> bool:
-    """Whether FastDecoder should multiply by oneDNN's prepacked matrices: from 4 rows a
-    step, in float32 on a CPU with oneDNN, outside autocast (measured in the text)."""
-    p = next(model.parameters())
-    return (
-        rows >= 4
-        and p.device.type == "cpu"
-        and p.dtype == torch.float32
-        and torch.backends.mkldnn.is_available()
-        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
-        and not torch.is_autocast_enabled("cpu")
-    )
-
-
-class FastDecoder:
-    """The decoder's weights gathered for `fast_step` once per decoding call (eval
-    mode), for steps of `rows` rows: W^Q, W^K, W^V side by side, (3D, D), each matrix
-    stored as its kernel reads it. onednn: None chooses by `use_onednn`."""
-
-    @torch.no_grad()
-    def __init__(self, model: Transformer, rows: int = 1, onednn: bool | None = None):
-        if model.training:
-            raise ValueError("FastDecoder applies no dropout: call model.eval() first")
-        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
-            raise ValueError(f"rows must be an int >= 0, got {rows!r}")
-        c = model.config
-        self.model, self.norm_first = model, c.norm_first
-        self.H, self.D = c.n_heads, c.d_model
-        self.onednn = use_onednn(model, rows) if onednn is None else onednn
-        pack = dict(rows=rows, onednn=self.onednn)
-        self.layers = []
-        for layer in model.decoder.layers:
-            sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
-            norms = (layer.self_res.norm, layer.cross_res.norm, layer.ffn_res.norm)
-            self.layers.append((
-                _packed(sa.q_proj, sa.k_proj, sa.v_proj, **pack),  # D -> 3D
-                _packed(sa.out_proj, **pack), _packed(ca.q_proj, **pack),
-                _packed(ca.out_proj, **pack), _packed(ffn.linear1, **pack),
-                ffn.activation, _packed(ffn.linear2, **pack), norms,
-            ))
-        # the output projection, D -> V: the shared embedding matrix, no bias
-        self.project = _pack(model.tgt_embed.weight, None, **pack)
-        # the sinusoidal table, added directly (chapter 01's module checks and slices)
-        self.pe = model.pos.pe if isinstance(model.pos, PositionalEncoding) else None
-        # post-norm: none
-        self.final_norm = model.decoder.norm if c.norm_first else None
-
-# %% ../nbs/10_inference.ipynb #6de082fb
-def _norm(norm: nn.Module, x: Tensor) -> Tensor:
-    "The package's LayerNorm without its shape check: F.layer_norm over D."
-    return F.layer_norm(x, (x.shape[-1],), norm.weight, norm.bias, norm.eps)
-
-
-def _add_norm(fd: FastDecoder, norm: nn.Module, x: Tensor, y: Tensor) -> Tensor:
-    """Chapter 04's residual: norm(x + y) post-norm; x + y pre-norm (the input was
-    normed)."""
-    return x + y if fd.norm_first else _norm(norm, x + y)
-
-
-def _affine(a: Affine, x: Tensor) -> Tensor:
-    "x (B, in) @ W^T + b -> (B, out), by the kernel W is stored for."
-    if a.onednn:
-        return torch.ops.mkldnn._linear_pointwise(x, a.weight, a.bias, "none", [], "")
-    return x @ a.weight if a.bias is None else torch.addmm(a.bias, x, a.weight)
-
-
-def _embed(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
-    """tokens (B, 1) at slot cache.length -> scaled embedding plus positional encoding
-    (B, D)."""
-    model, t = fd.model, cache.length
-    x = model.tgt_embed(tokens) * math.sqrt(fd.D)  # (B, 1) -> (B, 1, D)
-    if fd.pe is None:  # another positional module: called as the model calls it
-        return model.pos(x, offset=t)[:, 0]
-    if cache.static:  # the position as a device tensor, as in _embed_step: graph-safe
-        return x[:, 0] + fd.pe.index_select(0, cache.position.view(1)).to(x.dtype)
-    return x[:, 0] + fd.pe[t].to(x.dtype)  # (B, D) + (D,)
-
-# %% ../nbs/10_inference.ipynb #14050138
-@torch.no_grad()
-def fast_step(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
-    """decode_step's function in fewer operations: tokens (B, 1) at slot cache.length ->
-    next-token logits (B, V)."""
-    B, H, D = tokens.shape[0], fd.H, fd.D
-    x = _embed(fd, tokens, cache)  # (B, D)
-    for i, (qkv, out, cross_q, cross_out, up, act, down, norms) in enumerate(fd.layers):
-        # masked self-attention: one product for q, k and v, (B, D) -> 3 x (B, H, 1, Dh)
-        h = _norm(norms[0], x) if fd.norm_first else x
-        q, k, v = _affine(qkv, h).view(B, 3, H, 1, D // H).unbind(1)
-        # into slot t, in place; the filled prefix back: (B, H, t + 1, Dh)
-        keys, values, mask = cache.update(i, k, v)
-        a = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
-        x = _add_norm(fd, norms[0], x, _affine(out, a.reshape(B, D)))
-        # cross-attention over the memory's keys and values, projected once
-        h = _norm(norms[1], x) if fd.norm_first else x
-        q = _affine(cross_q, h).view(B, H, 1, D // H)
-        a = fused_attention(q, cache.cross_k[i], cache.cross_v[i], cache.memory_mask)
-        x = _add_norm(fd, norms[1], x, _affine(cross_out, a.reshape(B, D)))
-        # feed-forward: (B, D) -> (B, F) -> (B, D)
-        h = _norm(norms[2], x) if fd.norm_first else x
-        x = _add_norm(fd, norms[2], x, _affine(down, act(_affine(up, h))))
-    cache.advance()
-    if fd.final_norm is not None:  # pre-norm: the stack's final LayerNorm
-        x = _norm(fd.final_norm, x)
-    return _affine(fd.project, x)  # (B, D) -> (B, V)
-
 # %% ../nbs/10_inference.ipynb #c122b3a2
 def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id: int,
                        eos_id: int | None, rows: int | None = None) -> None:
@@ -447,6 +317,11 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
     """src (B, S) -> per sentence the best hypothesis (1 + n,), bos_id first, by log P /
     ((5 + n) / 6) ** alpha."""
     _check_beam_args(model, beam_size, length_penalty)
+    if eos_id is None:  # greedy_decode's "run to the budget" has no beam counterpart
+        raise ValueError(
+            "eos_id must be a token id: beam search finishes a hypothesis at it "
+            "(None, decoding to the budget, is for greedy_decode)"
+        )
     memory = model.encode(src)  # (B, S, D); checks src
     (B, _), k, dev = src.shape, beam_size, src.device
     V, pad = model.config.tgt_vocab_size, model.config.pad_id
@@ -521,6 +396,53 @@ def _row_limits(src: Tensor, n: int, pad_id: int) -> Tensor:
     m = (src != pad_id).sum(1)              # (B,) tokens of each source, eos included
     return (m + m // 2 + 10).clamp(max=n)   # translate_batched's limit for it alone
 
+# %% ../nbs/10_inference.ipynb #febad685
+class OutputTruncatedWarning(UserWarning):
+    "Sentence `index`'s translation reached its limit (`limit` tokens) without an end."
+
+    def __init__(self, index: int, limit: int) -> None:
+        super().__init__(index, limit)  # args, so that it pickles
+        self.index, self.limit = index, limit
+
+    def __str__(self) -> str:
+        return (
+            f"the translation of sentence {self.index} reached its limit of "
+            f"{self.limit} tokens before the model ended it: it may be incomplete"
+        )
+
+# %% ../nbs/10_inference.ipynb #39e48a3d
+def _flag_cut(
+    decode: Callable[[Tensor, int], Sequence[Tensor]],
+    index_of: dict[tuple[int, ...], list[int]],
+    cut: set[int],
+    pad_id: int,
+) -> Callable[[Tensor, int], Sequence[Tensor]]:
+    """decode, adding to cut the sentences (found by their source ids, index_of) whose
+    row has no eos within its budget (_row_limits)."""
+
+    def run(src: Tensor, n: int) -> Sequence[Tensor]:
+        rows, limits = decode(src, n), _row_limits(src, n, pad_id).tolist()
+        for r, limit in enumerate(limits):
+            if not bool((rows[r][1 : 1 + limit] == EOS_ID).any()):
+                cut.update(index_of[tuple(src[r][src[r] != pad_id].tolist())])
+        return rows
+
+    return run
+
+
+def _source_index(
+    model: Transformer, tokenizer: SubwordTokenizer, sentences: list[str]
+) -> tuple[dict[tuple[int, ...], list[int]], list[int]]:
+    """Each source row as translate_batched builds it -> its sentences; and each
+    sentence's output limit, m + m // 2 + 10 for m source tokens (eos included)."""
+    index_of: dict[tuple[int, ...], list[int]] = {}
+    limits = []
+    for i, ids in enumerate(tokenizer.encode(sentences)):
+        ids = ids[: model.config.max_len - 1] + [EOS_ID]
+        index_of.setdefault(tuple(ids), []).append(i)
+        limits.append(min(model.config.max_len - 1, len(ids) + len(ids) // 2 + 10))
+    return index_of, limits
+
 # %% ../nbs/10_inference.ipynb #078d0a15
 def translate(
     model: Transformer,
@@ -555,4 +477,10 @@ def translate(
             length_penalty,
             use_cache,
         )
-    return translate_batched(model, tokenizer, sentences, decode, batch_size)
+    index_of, limits = _source_index(model, tokenizer, sentences)
+    cut: set[int] = set()
+    decode = _flag_cut(decode, index_of, cut, pad)
+    out = translate_batched(model, tokenizer, sentences, decode, batch_size)
+    for i in sorted(cut):
+        warnings.warn(OutputTruncatedWarning(i, limits[i]), stacklevel=2)
+    return out

@@ -14,7 +14,6 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from functools import cache, partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -33,30 +32,20 @@ from transformer_lit.data import (
     SubwordTokenizer,
     make_batches,
 )
-from transformer_lit.attention import (
-    MultiHeadAttention,
-    fused_attention,
-    merge_heads,
-    split_heads,
-)
-from .masking import causal_mask, padding_mask
-from transformer_lit.model import (
-    Transformer,
-    TransformerConfig,
-    _check_tokens,
-    greedy_decode_uncached,
+from .fast import fast_loss
+from .model import Transformer, TransformerConfig, greedy_decode_uncached
+from transformer_lit.recipe import (
+    TrainSettings,
+    attention_policy,
+    autocast_for,
+    make_scaler,
 )
 
 # %% auto #0
-__all__ = ['PRESETS', 'BOOK_CPU_STEPS', 'BOOK_GPU_STEPS', 'ONEDNN_ROWS', 'CHECKPOINT_FORMAT', 'DecodeFn', 'LossTerms',
-           'label_smoothing_loss', 'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'noam_lr', 'TrainSettings',
-           'make_optimizer', 'preset_vocab_size', 'preset_config', 'preset_settings', 'book_run', 'autocast_dtype',
-           'autocast_for', 'attention_policy', 'make_scaler', 'train_step', 'OneDNNLinear', 'linear',
-           'onednn_available', 'use_onednn_products', 'check_onednn', 'Rows', 'rows_of', 'to_grid', 'from_grid',
-           'packed_attention', 'packed_ffn', 'packed_decoder_states', 'evaluate', 'rng_states', 'restore_rng_states',
-           'check_plain_data', 'save_checkpoint', 'load_checkpoint', 'model_from_checkpoint', 'average_state_dicts',
-           'TrainState', 'batch_stream', 'snapshot', 'finish_run', 'fit', 'translate_batched', 'greedy_translate',
-           'bleu', 'corpus_scores', 'describe_device', 'run_record']
+__all__ = ['CHECKPOINT_FORMAT', 'DecodeFn', 'LossTerms', 'label_smoothing_loss', 'noam_lr', 'make_optimizer', 'train_step',
+           'evaluate', 'rng_states', 'restore_rng_states', 'check_plain_data', 'save_checkpoint', 'load_checkpoint',
+           'model_from_checkpoint', 'average_state_dicts', 'TrainState', 'batch_stream', 'snapshot', 'finish_run',
+           'fit', 'translate_batched', 'greedy_translate', 'bleu', 'corpus_scores', 'describe_device', 'run_record']
 
 # %% ../nbs/09_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -91,60 +80,6 @@ def label_smoothing_loss(
         torch.where(keep, loss, 0.0).sum() / n, torch.where(keep, nll, 0.0).sum() / n
     )
 
-# %% ../nbs/09_training.ipynb #d183e068
-class SmoothedCrossEntropy(torch.autograd.Function):
-    """label_smoothing_loss of logits (N, V) and target (N,), with the closed-form
-    gradient: d loss / d logits = (p - q) / n on the n non-padding rows."""
-
-    @staticmethod
-    def forward(ctx, logits: Tensor, target: Tensor, smoothing: float, pad_id: int):
-        # float32, or float64 if given: (N, V)
-        logp = F.log_softmax(
-            logits.to(torch.promote_types(logits.dtype, torch.float32)), -1
-        )
-        nll = -logp.gather(1, target[:, None]).squeeze(1)  # -log p(y), (N,)
-        spread = -logp.mean(dim=1)  # -(1/V) sum_k log p(k), (N,)
-        keep = target != pad_id
-        n = keep.sum().clamp(min=1)
-        loss = (1 - smoothing) * nll + smoothing * spread
-        ctx.save_for_backward(logp, target, keep, n)
-        ctx.smoothing, ctx.dtype = smoothing, logits.dtype
-        return (
-            torch.where(keep, loss, 0.0).sum() / n,
-            torch.where(keep, nll, 0.0).sum() / n,
-        )
-
-    @staticmethod
-    def backward(ctx, grad_loss: Tensor, grad_nll: Tensor):
-        logp, target, keep, n = ctx.saved_tensors
-        eps, V = ctx.smoothing, logp.shape[1]
-        # loss: p - q = p - eps/V - (1 - eps)[k = y]; nll: p - [k = y]; both times 1/n
-        grad = logp.exp().mul_(grad_loss + grad_nll).sub_(grad_loss * eps / V)
-        at_target = -(grad_loss * (1 - eps) + grad_nll)
-        grad.scatter_add_(
-            1, target[:, None], at_target.to(grad.dtype).expand(len(target), 1)
-        )
-        grad.mul_((keep / n).to(grad.dtype)[:, None])  # padded rows: 0
-        return grad.to(ctx.dtype), None, None, None
-
-
-def smoothed_cross_entropy(
-    logits: Tensor, target: Tensor, smoothing: float = 0.1, pad_id: int = PAD_ID
-) -> LossTerms:
-    """label_smoothing_loss (same arguments, same LossTerms) by SmoothedCrossEntropy,
-    whose backward computes the gradient in closed form."""
-    if logits.shape[:-1] != target.shape:
-        raise ValueError(
-            f"logits (..., V) {tuple(logits.shape)} and target (...) "
-            f"{tuple(target.shape)} must agree"
-        )
-    if not 0.0 <= smoothing < 1.0:
-        raise ValueError(f"smoothing must lie in [0, 1), got {smoothing}")
-    loss, nll = SmoothedCrossEntropy.apply(
-        logits.flatten(0, -2), target.flatten(), smoothing, pad_id
-    )
-    return LossTerms(loss, nll)
-
 # %% ../nbs/09_training.ipynb #a31105e1
 def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) -> float:
     """Learning rate of eq. 3 (§5.3) at step >= 1: factor * D^-0.5 * min(step^-0.5, step
@@ -159,72 +94,6 @@ def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) ->
         )
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
-# %% ../nbs/09_training.ipynb #39f028c7
-@dataclass(frozen=True)
-class TrainSettings:
-    """How to train: a budget, batches, the paper's optimizer/schedule/smoothing
-    (§5.3-5.4) and bookkeeping."""
-
-    max_steps: int | None = None  # stop after this many optimizer steps ...
-    # ... or this much wall time, whichever comes first
-    max_minutes: float | None = None
-    # tokens per batch, padding included (the paper: about 25,000)
-    max_tokens: int = 4096
-    warmup: int = 4000  # eq. 3
-    lr_factor: float = 1.0  # multiplies eq. 3; 1.0 is the paper
-    betas: tuple[float, float] = (0.9, 0.98)
-    eps: float = 1e-9
-    label_smoothing: float = 0.1
-    clip_norm: float | None = 1.0  # not in the paper; None turns clipping off
-    eval_every: int = 100  # steps between validation losses
-    average_every: int = 100  # steps between the snapshots that are averaged (§6.1)
-    average_last: int = 5  # how many snapshots the average takes
-    seed: int = 0  # order of the batches (epoch e uses seed + e)
-    compile: bool = False  # torch.compile the model's forward pass (dynamic shapes)
-    amp: bool = True  # bf16 autocast on CUDA (CPU always trains in float32)
-    checkpoint_every: int = 1000  # steps between the checkpoints fit offers to save ...
-    checkpoint_minutes: float = 10.0  # ... or minutes, whichever comes first
-
-    def __post_init__(self):
-        if self.max_steps is None and self.max_minutes is None:
-            raise ValueError(
-                "give max_steps or max_minutes (or both): a run needs a budget"
-            )
-        for name in (
-            "max_steps",
-            "max_tokens",
-            "warmup",
-            "eval_every",
-            "average_every",
-            "average_last",
-        ):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        for name in (
-            "max_minutes",
-            "lr_factor",
-            "clip_norm",
-            "checkpoint_minutes",
-            "eps",
-        ):
-            # nan fails every comparison, so it is refused too
-            value = getattr(self, name)
-            if value is not None and not (
-                _is_real(value) and math.isfinite(value) and value > 0
-            ):
-                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        if not (_is_real(self.label_smoothing) and 0 <= self.label_smoothing < 1):
-            raise ValueError(
-                f"label_smoothing must lie in [0, 1), got {self.label_smoothing!r}"
-            )
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
 # %% ../nbs/09_training.ipynb #987be0f0
 def make_optimizer(model: nn.Module, settings: TrainSettings) -> torch.optim.Adam:
     """Adam with the paper's betas and eps (§5.3), fused where PyTorch has the kernel;
@@ -237,128 +106,7 @@ def make_optimizer(model: nn.Module, settings: TrainSettings) -> torch.optim.Ada
         params, lr=0.0, betas=settings.betas, eps=settings.eps, fused=fused or None
     )
 
-# %% ../nbs/09_training.ipynb #e3ab23ad
-PRESETS = ("tiny", "cpu", "small", "base", "big")
-_VOCAB_SIZES = {"tiny": 4000, "cpu": 4000, "small": 8000, "base": 8000, "big": 8000}
-
-
-def preset_vocab_size(name: str) -> int:
-    "The size of the subword vocabulary a preset trains its tokenizer with."
-    if name not in _VOCAB_SIZES:
-        raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
-    return _VOCAB_SIZES[name]
-
-
-def preset_config(name: str, vocab_size: int) -> TransformerConfig:
-    """The model of a preset, with one shared vocabulary of vocab_size tokens and
-    max_len 256."""
-    common = dict(share_embeddings=True, max_len=256)
-    if name == "tiny":
-        return TransformerConfig.tiny(vocab_size, vocab_size, **common)
-    if name == "cpu":  # small, pre-norm, no dropout: see "Where it runs" above
-        return TransformerConfig(
-            vocab_size,
-            vocab_size,
-            d_model=128,
-            n_heads=4,
-            n_layers=3,
-            d_ff=512,
-            dropout=0.0,
-            norm_first=True,
-            **common,
-        )
-    if name == "small":  # the shipped model: half the paper's width, half its depth
-        return TransformerConfig(
-            vocab_size,
-            vocab_size,
-            d_model=256,
-            n_heads=4,
-            n_layers=3,
-            d_ff=1024,
-            dropout=0.1,
-            norm_first=True,
-            **common,
-        )
-    if name == "base":
-        return TransformerConfig(vocab_size, vocab_size, **common)
-    if name == "big":
-        return TransformerConfig.big(vocab_size, vocab_size, **common)
-    raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
-
-# %% ../nbs/09_training.ipynb #4ca2b4fe
-BOOK_CPU_STEPS = 1000   # chapter 09's CPU budget, in optimizer steps
-# and its GPU budget: where the base model's validation loss stopped falling (see the
-# end)
-BOOK_GPU_STEPS = 3000
-
-_PRESET_SETTINGS = {  # the paper's defaults from TrainSettings, except:
-    "tiny": dict(
-        max_tokens=1024, warmup=20, lr_factor=0.5, eval_every=20, average_every=10
-    ),
-    "cpu": dict(
-        max_tokens=1024, warmup=150, lr_factor=1.0, eval_every=100, average_every=50
-    ),
-    "small": dict(max_tokens=2048, warmup=1000, eval_every=500, average_every=500),
-    "base": dict(max_tokens=12288, warmup=2000, eval_every=500, average_every=500),
-    "big": dict(max_tokens=12288, warmup=2000, eval_every=500, average_every=500),
-}
-
-
-def preset_settings(name: str, **overrides: Any) -> TrainSettings:
-    """TrainSettings of a preset; overrides (a budget at least: max_steps or
-    max_minutes) win."""
-    if name not in _PRESET_SETTINGS:
-        raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
-    return TrainSettings(**{**_PRESET_SETTINGS[name], **overrides})
-
-
-def book_run(device: torch.device) -> tuple[str, TrainSettings]:
-    """Chapter 09's run: the base model for BOOK_GPU_STEPS steps (at most 20 minutes) on
-    a CUDA GPU, the cpu preset for BOOK_CPU_STEPS steps elsewhere."""
-    if device.type == "cuda":
-        return "base", preset_settings("base", max_steps=BOOK_GPU_STEPS, max_minutes=20)
-    return "cpu", preset_settings("cpu", max_steps=BOOK_CPU_STEPS)
-
-# %% ../nbs/09_training.ipynb #10a8d4ba
-def autocast_dtype(device: torch.device) -> torch.dtype | None:
-    """bfloat16 on GPUs with bf16 tensor cores (compute capability >= 8.0), float16 on
-    older CUDA GPUs, None (float32) elsewhere."""
-    if device.type != "cuda":
-        return None
-    major, _ = torch.cuda.get_device_capability(device)
-    # a T4 (7.5) or V100 (7.0) *emulates* bf16: is_bf16_supported() says yes, but
-    # it is slow there
-    return torch.bfloat16 if major >= 8 else torch.float16
-
-
-def autocast_for(
-    device: torch.device, enabled: bool = True
-) -> contextlib.AbstractContextManager:
-    """Autocast to autocast_dtype(device) when enabled and it is not None; elsewhere a
-    context that does nothing."""
-    dtype = autocast_dtype(device) if enabled else None
-    return (
-        torch.autocast("cuda", dtype=dtype)
-        if dtype is not None
-        else contextlib.nullcontext()
-    )
-
-
-def attention_policy(device: torch.device) -> None:
-    """On CUDA, keep scaled_dot_product_attention off cuDNN's kernel (see the text);
-    elsewhere nothing."""
-    # benchmarks, fit, translate and the command line all call this
-    if device.type == "cuda":
-        torch.backends.cuda.enable_cudnn_sdp(False)
-
-
-def make_scaler(device: torch.device, settings: TrainSettings) -> torch.amp.GradScaler:
-    """The loss scaler of float16 training (enabled only when autocast uses float16); a
-    no-op elsewhere."""
-    enabled = settings.amp and autocast_dtype(device) == torch.float16
-    return torch.amp.GradScaler(device.type, enabled=enabled)
-
-
+# %% ../nbs/09_training.ipynb #25533bf3
 def train_step(
     model: Transformer,
     batch: Batch,
@@ -367,271 +115,46 @@ def train_step(
     settings: TrainSettings,
     forward: Callable[[Tensor, Tensor], Tensor] | None = None,
     scaler: torch.amp.GradScaler | None = None,
+    fast: bool = False,
 ) -> LossTerms:
     """One update on batch (src (B, S), tgt_in/tgt_out (B, T)) at learning rate lr;
-    returns the detached LossTerms. forward: a wrapper (DDP, compiled) to call."""
+    the detached LossTerms. forward: a wrapper (DDP, compiled) called as the model is;
+    fast: the same loss and gradients by chapter 12's fast_loss."""
     for group in optimizer.param_groups:
         group["lr"] = lr
+    pad, smoothing = model.config.pad_id, settings.label_smoothing
     with autocast_for(batch.src.device, settings.amp):
-        if forward is None:  # compute only where there are tokens (see below)
-            keep = batch.tgt_out != model.config.pad_id  # (B, T)
-            onednn = use_onednn_products(model)  # which library multiplies (below)
-            h = packed_decoder_states(model, batch.src, batch.tgt_in, keep, onednn)
-            # model.project on the kept rows: (N, D) -> (N, V); targets (N,)
-            logits = linear(h, model.tgt_embed.weight, None, onednn)
-            target = batch.tgt_out[keep]
-        else:  # a wrapper is called as the model is: logits at every position
-            logits, target = forward(batch.src, batch.tgt_in), batch.tgt_out
-    terms = smoothed_cross_entropy(
-        logits, target, settings.label_smoothing, model.config.pad_id
-    )
+        if fast and forward is None:
+            terms = LossTerms(*fast_loss(model, batch, smoothing))
+        else:  # logits at every position, (B, T, V)
+            call = model if forward is None else forward  # a wrapper may have no bool
+            logits = call(batch.src, batch.tgt_in)
+            terms = label_smoothing_loss(logits, batch.tgt_out, smoothing, pad)
     optimizer.zero_grad(set_to_none=True)
-    # float16: scale the loss so gradients do not underflow
-    if scaler is not None and scaler.is_enabled():
-        scaler.scale(terms.loss).backward()
-        scaler.unscale_(optimizer)  # true gradients, for clipping
-        if settings.clip_norm is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
+    _update(terms.loss, model, optimizer, settings, scaler)
+    return LossTerms(terms.loss.detach(), terms.nll.detach())
+
+# %% ../nbs/09_training.ipynb #18aa2fec
+def _update(
+    loss: Tensor,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    settings: TrainSettings,
+    scaler: torch.amp.GradScaler | None,
+) -> None:
+    "Backward, clip (settings.clip_norm) and step, through the loss scaler if enabled."
+    scaled = scaler is not None and scaler.is_enabled()
+    # float16: scale the loss so that gradients do not underflow
+    (scaler.scale(loss) if scaled else loss).backward()
+    if scaled:
+        scaler.unscale_(optimizer)  # the true gradients, for clipping
+    if settings.clip_norm is not None:
+        nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
+    if scaled:
         scaler.step(optimizer)  # skipped if a gradient overflowed
         scaler.update()  # lower the scale after an overflow, raise it slowly
     else:
-        terms.loss.backward()
-        if settings.clip_norm is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
         optimizer.step()
-    return LossTerms(terms.loss.detach(), terms.nll.detach())
-
-# %% ../nbs/09_training.ipynb #17619ea5
-# rows rounded up to a multiple of this: one kernel serves 64 values of N
-ONEDNN_ROWS = 64
-
-
-def _onednn_product(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    "x (M, in) @ weight^T (in, out) [+ bias (out,)] -> (M, out), by oneDNN (float32)."
-    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
-
-
-def _pad_rows(x: Tensor, rows: int) -> Tensor:
-    "x (N, C) -> (rows, C): rows of zeros appended (x itself, contiguous, if N = rows)."
-    if x.shape[0] == rows:
-        return x.contiguous()
-    return torch.cat([x, x.new_zeros(rows - x.shape[0], x.shape[1])])
-
-
-class OneDNNLinear(torch.autograd.Function):
-    """F.linear(x, weight, bias) for rows x (N, in), weight (out, in), bias (out,) or
-    None -> (N, out), forward and backward by oneDNN's product (float32, CPU)."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        N = x.shape[0]
-        xp = _pad_rows(x, -(-N // ONEDNN_ROWS) * ONEDNN_ROWS)  # (M, in), M >= N
-        ctx.save_for_backward(xp, weight)
-        ctx.N, ctx.has_bias = N, bias is not None
-        return _onednn_product(xp, weight, bias)[:N]  # (M, out) -> (N, out)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        xp, weight = ctx.saved_tensors
-        gp = _pad_rows(grad, xp.shape[0])  # (M, out): zero rows add nothing
-        dx = dw = db = None
-        if ctx.needs_input_grad[0]:  # (M, out) @ (out, in) -> (N, in)
-            dx = _onednn_product(gp, weight.t(), None)[: ctx.N]
-        if ctx.needs_input_grad[1]:  # (out, M) @ (M, in) -> (out, in)
-            dw = _onednn_product(gp.t(), xp.t(), None)
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            db = grad.sum(0)  # (out,)
-        return dx, dw, db
-
-
-# %% ../nbs/09_training.ipynb #14641b02
-def linear(
-    x: Tensor, weight: Tensor, bias: Tensor | None = None, onednn: bool = False
-) -> Tensor:
-    "F.linear of rows x (N, in) -> (N, out); by OneDNNLinear when onednn."
-    if onednn and x.shape[0] > 0:  # no rows: nothing for oneDNN to compute
-        return OneDNNLinear.apply(x, weight, bias)
-    return F.linear(x, weight, bias)
-
-
-@cache
-def onednn_available() -> bool:
-    """Whether this PyTorch has oneDNN and the product OneDNNLinear calls, and it agrees
-    with F.linear (an internal operator: checked once, on a tiny product)."""
-    if not torch.backends.mkldnn.is_available():
-        return False
-    try:
-        x, w = torch.arange(6.0).view(2, 3), torch.ones(4, 3)
-        return torch.equal(_onednn_product(x, w, None), F.linear(x, w))
-    except (AttributeError, RuntimeError, TypeError):  # absent, or a new signature
-        return False
-
-
-def use_onednn_products(model: nn.Module) -> bool:
-    """Whether train_step multiplies by oneDNN: float32 weights on a CPU with AVX-512,
-    torch on one thread (see the text), oneDNN available, no autocast."""
-    p = next(model.parameters())
-    return (
-        p.device.type == "cpu"
-        and p.dtype == torch.float32
-        and torch.backends.cpu.get_cpu_capability() == "AVX512"
-        and torch.get_num_threads() == 1
-        and onednn_available()
-        and not torch.is_autocast_enabled("cpu")
-    )
-
-
-def check_onednn(model: nn.Module, onednn: bool | None) -> bool:
-    "onednn, or use_onednn_products(model) if None; ValueError where it cannot run."
-    if onednn is None:
-        return use_onednn_products(model)
-    if not isinstance(onednn, bool):
-        raise ValueError(f"onednn must be True, False or None, got {onednn!r}")
-    p = next(model.parameters())
-    if onednn and (p.device.type != "cpu" or p.dtype != torch.float32):
-        raise ValueError(
-            f"onednn=True needs float32 weights on the CPU, got {p.dtype} on {p.device}"
-        )
-    if onednn and not onednn_available():
-        raise ValueError("onednn=True needs a PyTorch built with oneDNN (mkldnn)")
-    return onednn
-
-
-# %% ../nbs/09_training.ipynb #600678c3
-class Rows(NamedTuple):
-    """Which positions of a (B, T) grid are computed: `index` into the flattened grid
-    (None: all of them) and the grid's B, T."""
-
-    index: Tensor | None
-    B: int
-    T: int
-
-
-def rows_of(compute: Tensor) -> Rows:
-    "A bool (B, T) grid, True = compute that position -> its Rows."
-    index = None if bool(compute.all()) else compute.flatten().nonzero().squeeze(1)
-    return Rows(index, *compute.shape)
-
-
-def to_grid(rows: Tensor, at: Rows) -> Tensor:
-    "Packed rows (N, C) -> the (B, T, C) grid, zeros at the positions not computed."
-    if at.index is None:
-        return rows.view(at.B, at.T, -1)
-    grid = rows.new_zeros(at.B * at.T, rows.shape[-1])
-    return grid.index_copy(0, at.index, rows).view(at.B, at.T, -1)
-
-
-def from_grid(grid: Tensor, at: Rows) -> Tensor:
-    "The (B, T, C) grid -> its computed rows (N, C), in row-major order."
-    rows = grid.flatten(0, 1)
-    return rows if at.index is None else rows.index_select(0, at.index)
-
-
-def _stacked(x: Tensor, *linears: nn.Linear, onednn: bool = False) -> Tensor:
-    "x (N, D) through several linear maps at once: one product, outputs side by side."
-    weight = torch.cat([lin.weight for lin in linears])
-    return linear(x, weight, torch.cat([lin.bias for lin in linears]), onednn)
-
-
-def packed_attention(
-    mha: MultiHeadAttention,
-    rows: Tensor,
-    at: Rows,
-    mask: Tensor,
-    memory: tuple[Tensor, Rows] | None = None,
-    onednn: bool = False,
-) -> Tensor:
-    """mha on packed query rows (N, D) at `at`: self-attention, or attention over
-    memory = (packed rows, their Rows); mask as for mha (True = may attend) -> (N, D).
-    Projections run on the rows; only the attention itself sees the padded grid."""
-    H = mha.n_heads
-    if memory is None:  # (N, D) -> (N, 3D) -> grid (B, T, 3D) -> 3 x (B, T, D)
-        qkv = _stacked(rows, mha.q_proj, mha.k_proj, mha.v_proj, onednn=onednn)
-        q, k, v = to_grid(qkv, at).chunk(3, dim=-1)
-    else:
-        memory_rows, memory_at = memory
-        q = to_grid(linear(rows, mha.q_proj.weight, mha.q_proj.bias, onednn), at)
-        # (N_src, 2D) -> grid (B, S, 2D) -> 2 x (B, S, D)
-        kv = _stacked(memory_rows, mha.k_proj, mha.v_proj, onednn=onednn)
-        kv = to_grid(kv, memory_at)
-        k, v = kv.chunk(2, dim=-1)
-    p = mha.dropout if mha.training else 0.0
-    heads = fused_attention(
-        split_heads(q, H), split_heads(k, H), split_heads(v, H), mask, p
-    )  # (B, H, T, Dh)
-    out = mha.out_proj  # (N, D) -> (N, D)
-    return linear(from_grid(merge_heads(heads), at), out.weight, out.bias, onednn)
-
-
-def packed_ffn(ffn: nn.Module, rows: Tensor, onednn: bool = False) -> Tensor:
-    "Chapter 05's FeedForward on rows (N, D) -> (N, D), its products by `linear`."
-    h = linear(rows, ffn.linear1.weight, ffn.linear1.bias, onednn)  # (N, F)
-    return linear(
-        ffn.dropout(ffn.activation(h)), ffn.linear2.weight, ffn.linear2.bias, onednn
-    )
-
-
-def packed_decoder_states(
-    model: Transformer,
-    src: Tensor,
-    tgt_in: Tensor,
-    keep: Tensor,
-    onednn: bool | None = None,
-) -> Tensor:
-    """model.decoder_states(tgt_in, model.encode(src), src)[keep], (N, D), computed
-    only where there are tokens: source positions that are not padding, and each
-    target row up to its last position in keep (bool (B, T)). onednn: products by
-    OneDNNLinear (None: as use_onednn_products chooses)."""
-    config = model.config
-    onednn = check_onednn(model, onednn)
-    _check_tokens("src", src, config.src_vocab_size, config.max_len)
-    _check_tokens("tgt_in", tgt_in, config.tgt_vocab_size, config.max_len)
-    if keep.dtype != torch.bool or keep.shape != tgt_in.shape:
-        raise ValueError(
-            f"keep must be a bool tensor of tgt_in's shape {tuple(tgt_in.shape)}, got "
-            f"{keep.dtype} {tuple(keep.shape)}"
-        )
-    if src.shape[0] != tgt_in.shape[0]:
-        raise ValueError(
-            f"src and tgt_in must have the same batch size, got {src.shape[0]} and "
-            f"{tgt_in.shape[0]}"
-        )
-    src_mask = padding_mask(src, config.pad_id)  # (B, 1, 1, S)
-    src_at = rows_of(src != config.pad_id)  # pads are never attended to: skip them
-    # embedded as the model does (a cheap lookup and sum), then the rows kept
-    x = from_grid(model.pos(model.src_embed(src) * math.sqrt(config.d_model)), src_at)
-    ffn = partial(packed_ffn, onednn=onednn)  # position-wise: the rows alone
-    for layer in model.encoder.layers:
-        attend = partial(
-            packed_attention, layer.self_attn, at=src_at, mask=src_mask, onednn=onednn
-        )
-        x = layer.attn_res(x, attend)
-        x = layer.ffn_res(x, partial(ffn, layer.ffn))
-    memory = (model.encoder.norm(x), src_at)
-    # a target position is needed if it or a later one is kept (causal attention)
-    needed = keep.flip(1).cumsum(1).flip(1) > 0  # (B, T)
-    tgt_at = rows_of(needed)
-    causal = causal_mask(tgt_in.shape[1], tgt_in.device)  # (T, T)
-    y = model.pos(model.tgt_embed(tgt_in) * math.sqrt(config.d_model))  # (B, T, D)
-    y = from_grid(y, tgt_at)  # (N_tgt, D)
-    for layer in model.decoder.layers:
-        attend = partial(
-            packed_attention, layer.self_attn, at=tgt_at, mask=causal, onednn=onednn
-        )
-        y = layer.self_res(y, attend)
-        cross = partial(
-            packed_attention,
-            layer.cross_attn,
-            at=tgt_at,
-            mask=src_mask,
-            memory=memory,
-            onednn=onednn,
-        )
-        y = layer.cross_res(y, cross)
-        y = layer.ffn_res(y, partial(ffn, layer.ffn))
-    y = model.decoder.norm(y)  # (N_tgt, D)
-    kept = keep[needed]  # which computed rows are kept, (N_tgt,)
-    return y if bool(kept.all()) else y[kept]
 
 # %% ../nbs/09_training.ipynb #32372a65
 @torch.no_grad()
@@ -902,9 +425,11 @@ def fit(
     finish: bool = True,
     shard: tuple[int, int] = (0, 1),
     parallel: Callable[[nn.Module], nn.Module] | None = None,
+    fast: bool = True,
 ) -> TrainState:
     """Train until the budget is spent or stop() is true; return the state (finish_run's
-    copy if finish). shard and parallel: for data parallelism (chapter 09b)."""
+    copy if finish). shard and parallel: for data parallelism (chapter 09b); fast:
+    train_step's fast route (chapter 12), the same loss and gradients."""
     if not train or not valid:
         raise ValueError(
             f"fit needs training and validation pairs, got {len(train)} and "
@@ -950,7 +475,7 @@ def fit(
         )
         t = time.perf_counter()
         terms = train_step(
-            model, batch.to(device), optimizer, lr, settings, forward, scaler
+            model, batch.to(device), optimizer, lr, settings, forward, scaler, fast
         )
         state.scaler = scaler.state_dict() if scaler.is_enabled() else None
         # .item() waits for the GPU: honest timing
