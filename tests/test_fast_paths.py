@@ -81,7 +81,9 @@ def test_beam_fast_equals_explicit(config, beam):
 
 
 @NO_ONEDNN
-def test_onednn_is_chosen_from_four_rows_in_float32_on_cpu():
+def test_onednn_is_chosen_from_four_rows_in_float32_on_cpu(monkeypatch):
+    import transformer_lit.fast as fast_module
+    monkeypatch.setattr(fast_module, "onednn_measured_faster", lambda kind: True)
     model, src = model_and_source(0)
     chosen = [use_onednn(model, rows) for rows in (1, 3, 4, 32)]
     assert chosen == [False, False, True, True]
@@ -146,8 +148,8 @@ def test_train_step_projects_only_target_positions(norm_first, smoothing):
         torch.manual_seed(1)
         model = Transformer(TransformerConfig.tiny(norm_first=norm_first, dropout=0.0))
         optimizer = make_optimizer(model, settings)
-        forward = None if name == "projected" else model
-        terms = train_step(model, batch, optimizer, 1e-3, settings, forward)
+        fast = name == "projected"  # the fast step: target positions only
+        terms = train_step(model, batch, optimizer, 1e-3, settings, fast=fast)
         grads = {n: p.grad.clone() for n, p in model.named_parameters()}
         out[name] = terms, grads, model.state_dict()
     torch.testing.assert_close(out["projected"][0].loss, out["every"][0].loss)
@@ -269,3 +271,49 @@ def test_static_step_reads_only_device_state(fast):
         want = decode_step(model, tokens, explicit)
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     assert int(frozen.position) == 10
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_fast_and_plain_steps_agree_in_float64(norm_first, smoothing):
+    "train_step(fast=True) and the plain step: equal loss, NLL and gradients in float64."
+    g = torch.Generator().manual_seed(3)
+    src = torch.randint(3, 50, (4, 9), generator=g)
+    tgt = torch.randint(3, 60, (4, 8), generator=g)
+    src[1, 4:] = 0
+    tgt[0, 2:] = 0
+    tgt[3, 6:] = 0
+    batch = Batch(src, tgt, tgt.roll(-1, 1).masked_fill(tgt == 0, 0), torch.arange(4))
+    settings = TrainSettings(max_steps=1, label_smoothing=smoothing, clip_norm=None)
+    out = {}
+    for fast in (False, True):
+        torch.manual_seed(2)
+        model = Transformer(TransformerConfig.tiny(norm_first=norm_first, dropout=0.0))
+        model = model.double()
+        terms = train_step(model, batch, make_optimizer(model, settings), 0.0, settings,
+                           fast=fast)
+        out[fast] = terms, {n: p.grad for n, p in model.named_parameters()}
+    assert out[True][0].loss.dtype == torch.float64
+    torch.testing.assert_close(out[True][0].loss, out[False][0].loss, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(out[True][0].nll, out[False][0].nll, rtol=1e-12, atol=1e-12)
+    for n, grad in out[False][1].items():
+        torch.testing.assert_close(out[True][1][n], grad, rtol=1e-9, atol=1e-12)
+
+
+def test_fit_takes_the_fast_step_by_default(monkeypatch):
+    "fit's switch: fast=True (the default) calls fast_loss, fast=False never does."
+    import transformer_lit.training as training
+    calls = []
+    real = training.fast_loss
+    monkeypatch.setattr(training, "fast_loss", lambda *a: calls.append(1) or real(*a))
+    from transformer_lit.data import EncodedPair
+    pairs = [EncodedPair(i, [3 + i % 7, 4, 5], [6, 7 + i % 5]) for i in range(16)]
+    for fast, expected in ((True, 2), (False, 0)):
+        calls.clear()
+        torch.manual_seed(0)
+        model = Transformer(TransformerConfig.tiny())
+        settings = TrainSettings(max_steps=2, max_tokens=64, eval_every=1000)
+        kwargs = {} if fast else {"fast": False}
+        training.fit(model, make_optimizer(model, settings), pairs, pairs, settings,
+                     progress=False, log=None, **kwargs)
+        assert len(calls) == expected
