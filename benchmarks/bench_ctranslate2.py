@@ -40,7 +40,7 @@ from _common import RESULTS, device_name, interleaved_medians, write_result
 from transformer_lit.data import (BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer, load_verses,
                                   reference_set, split_by_book)
 from transformer_lit.export import require_ctranslate2, to_ctranslate2
-from transformer_lit.inference import beam_search, greedy_decode
+from transformer_lit.inference import FastDecoder, beam_search, fast_step, greedy_decode, new_cache
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.pretrained import load_pretrained
 from transformer_lit.training import corpus_scores, load_checkpoint, model_from_checkpoint, save_checkpoint
@@ -155,6 +155,25 @@ def ours_int8(model: Transformer) -> Transformer:
     return q
 
 
+COMPILED_STEP = None
+
+
+@torch.no_grad()
+def compiled_greedy(model: Transformer, src: Tensor, n: int) -> Tensor:
+    """Greedy decoding with eos off through torch.compile(fast_step) on a static cache (every step the
+    same shapes, the position a device tensor: one graph, compiled once per batch size) -> (B, 1 + n)."""
+    global COMPILED_STEP
+    if COMPILED_STEP is None:
+        COMPILED_STEP = torch.compile(fast_step)
+    B = src.shape[0]
+    cache = new_cache(model, model.encode(src), src, n, static=True)
+    fd = FastDecoder(model, rows=B, onednn=False)   # inductor cannot lower oneDNN's prepacked products
+    out = torch.full((B, 1 + n), BOS_ID)
+    for t in range(n):
+        out[:, t + 1] = COMPILED_STEP(fd, out[:, t:t + 1], cache).argmax(-1)
+    return out
+
+
 def speed(model: Transformer, tok: SubwordTokenizer, folder: Path, cases, repeats: int, warmup: int) -> list:
     "Part 2: every decoder on the same source, exactly n new tokens each; medians of interleaved runs."
     ct2 = require_ctranslate2()
@@ -172,7 +191,9 @@ def speed(model: Transformer, tok: SubwordTokenizer, folder: Path, cases, repeat
         if beam == 1:
             fns = {"ours_plain": lambda: greedy_decode(model, src, n, BOS_ID, None, fast=False),
                    "ours_fast": lambda: greedy_decode(model, src, n, BOS_ID, None),
+                   "ours_compiled": lambda: compiled_greedy(model, src, n),
                    "ours_int8_plain": lambda: greedy_decode(q8, src, n, BOS_ID, None, fast=False)}
+            assert torch.equal(fns["ours_compiled"](), fns["ours_fast"]()), "compiled step changed tokens"
         else:   # UNK as eos: the model never writes it here (asserted below), so every beam runs n steps
             fns = {"ours_plain": lambda: beam_search(model, src, beam, n, BOS_ID, UNK_ID, 0.6, fast=False),
                    "ours_fast": lambda: beam_search(model, src, beam, n, BOS_ID, UNK_ID, 0.6),
