@@ -16,8 +16,11 @@ Four parts, all on a CPU with one thread (torch.set_num_threads(1), CTranslate2 
   2. speed, the same cases as bench_peers.py (source S=32 random ids, no padding, every run writes
      exactly n tokens): greedy batch 1 with 256 new tokens, batch 32 with 128, beam 4 at batch 1
      with 64; ours plain (decode_step, fast=False), ours fast (FastDecoder / fast_step, the default),
-     PyTorch's dynamic int8 quantization of the decoder's linear layers (plain step: FastDecoder reads
-     the float weights), CTranslate2 float32 and int8; interleaved repeats, medians;
+     ours compiled (torch.compile(fast_step) on a static cache, greedy only), PyTorch's dynamic int8
+     quantization of the decoder's linear layers (quantize_dynamic; plain step, since FastDecoder reads
+     float weights), ours int8 fast (int8_fast_step: fast_step with every product, the output projection
+     included, through fbgemm's prepacked int8 matrices, one scale per row; its translations are scored in
+     part 1 too), CTranslate2 float32 and int8; interleaved repeats, medians;
   3. size on disk of each form of the weights;
   4. the load average before and after, the CPU, the versions.
 Writes transformer_lit/results/ctranslate2_cpu.json. --smoke: a tiny model, few tokens, no corpus,
@@ -62,7 +65,7 @@ def strip(row: list[int]) -> list[int]:
     return row[:row.index(EOS_ID)] if EOS_ID in row else row
 
 
-def ours_decode(model: Transformer, ids: list[list[int]], beam: int = 1) -> list[list[int]]:
+def ours_decode(model: Transformer, ids: list[list[int]], beam: int = 1, int8: bool = False) -> list[list[int]]:
     """Our tokens for each source (ids without EOS), greedy (limits of chapter 09) or beam search with
     no length penalty and the same flat limit as CTranslate2's side; batches of BATCH by length."""
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -75,7 +78,8 @@ def ours_decode(model: Transformer, ids: list[list[int]], beam: int = 1) -> list
             src[r, :len(ids[i]) + 1] = torch.tensor(ids[i] + [EOS_ID])
         limits = [limit_of(len(ids[i]) + 1, max_len) for i in chunk]
         if beam == 1:
-            rows = greedy_decode(model, src, max(limits), BOS_ID, EOS_ID)
+            rows = (int8_greedy(model, src, max(limits), EOS_ID) if int8 else
+                    greedy_decode(model, src, max(limits), BOS_ID, EOS_ID))
             for r, i in enumerate(chunk):
                 out[i] = strip(rows[r, 1:1 + limits[r]].tolist())
         else:
@@ -123,6 +127,7 @@ def agreement(name: str, model: Transformer, tok: SubwordTokenizer, sources: lis
     outputs = {"ours_greedy": ours_decode(model, ids),
                "ct2_float32_greedy": ct2_decode(translators["float32"], tok, ids, max_len),
                "ct2_int8_greedy": ct2_decode(translators["int8"], tok, ids, max_len),
+               "ours_int8_fast_greedy": ours_decode(model, ids, int8=True),
                "ours_beam4_lp0": ours_decode(model, ids, beam=4),
                "ct2_float32_beam4_lp0": ct2_decode(translators["float32"], tok, ids, max_len, beam=4)}
     scores = {k: {m: round(v, 2) for m, v in corpus_scores([tok.decode(r) for r in rows], refs).items()
@@ -141,8 +146,11 @@ def agreement(name: str, model: Transformer, tok: SubwordTokenizer, sources: lis
             "greedy_int8": equal("ours_greedy", "ct2_int8_greedy"),
             "beam4_lp0_float32": equal("ours_beam4_lp0", "ct2_float32_beam4_lp0"),
             "scores": scores,
+            "ours_int8_fast_greedy": equal("ours_greedy", "ours_int8_fast_greedy"),
             "chrf_int8_minus_float32": round(scores["ct2_int8_greedy"]["chrf"]
-                                             - scores["ct2_float32_greedy"]["chrf"], 2)}
+                                             - scores["ct2_float32_greedy"]["chrf"], 2),
+            "chrf_ours_int8_minus_float32": round(scores["ours_int8_fast_greedy"]["chrf"]
+                                                  - scores["ours_greedy"]["chrf"], 2)}
 
 
 def ours_int8(model: Transformer) -> Transformer:
@@ -174,6 +182,76 @@ def compiled_greedy(model: Transformer, src: Tensor, n: int) -> Tensor:
     return out
 
 
+def _int8(a) -> object:
+    "An Affine of FastDecoder (float weights, W^T stored) as fbgemm's prepacked int8 matrix, one scale per row."
+    w = a.weight.t().contiguous()                                     # (out, in)
+    scale = (w.abs().amax(1) / 127).clamp(min=1e-12).double()
+    q = torch.quantize_per_channel(w, scale, torch.zeros(w.shape[0], dtype=torch.long), 0, torch.qint8)
+    return torch.ops.quantized.linear_prepack(q, a.bias)
+
+
+class Int8FastDecoder:
+    """FastDecoder's weights, every matrix (output projection included) prepacked as int8 for
+    torch.ops.quantized.linear_dynamic, which quantizes each input row batch on the fly: the int8 products
+    CTranslate2 uses, inside our fast step."""
+
+    def __init__(self, model: Transformer, rows: int):
+        import warnings
+        fd = FastDecoder(model, rows=rows, onednn=False)
+        with warnings.catch_warnings():   # quantized tensors are deprecated in favour of torchao
+            warnings.simplefilter("ignore")
+            self.layers = [(*(_int8(a) for a in layer[:5]), layer[5], _int8(layer[6]), layer[7])
+                           for layer in fd.layers]
+            self.project = _int8(fd.project)
+        self.fd = fd
+
+
+@torch.no_grad()
+def int8_fast_step(q8: Int8FastDecoder, tokens: Tensor, cache) -> Tensor:
+    "fast_step (chapter 10) with every product an int8 one: tokens (B, 1) -> logits (B, V)."
+    from transformer_lit.inference import _add_norm, _embed, _norm, fused_attention
+    import torch.nn.functional as F
+    fd, lin = q8.fd, torch.ops.quantized.linear_dynamic
+    B, H, D = tokens.shape[0], fd.H, fd.D
+    x = _embed(fd, tokens, cache)
+    for i, (qkv, out, cross_q, cross_out, up, act, down, norms) in enumerate(q8.layers):
+        h = _norm(norms[0], x) if fd.norm_first else x
+        q, k, v = lin(h, qkv).view(B, 3, H, 1, D // H).unbind(1)
+        keys, values, mask = cache.update(i, k, v)
+        a = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
+        x = _add_norm(fd, norms[0], x, lin(a.reshape(B, D), out))
+        h = _norm(norms[1], x) if fd.norm_first else x
+        q = lin(h, cross_q).view(B, H, 1, D // H)
+        a = fused_attention(q, cache.cross_k[i], cache.cross_v[i], cache.memory_mask)
+        x = _add_norm(fd, norms[1], x, lin(a.reshape(B, D), cross_out))
+        h = _norm(norms[2], x) if fd.norm_first else x
+        x = _add_norm(fd, norms[2], x, lin(act(lin(h, up)), down))
+    cache.advance()
+    if fd.final_norm is not None:
+        x = _norm(fd.final_norm, x)
+    return lin(x, q8.project)
+
+
+@torch.no_grad()
+def int8_greedy(model: Transformer, src: Tensor, n: int, eos_id: int | None = None) -> Tensor:
+    """Greedy decoding through int8_fast_step -> (B, 1 + n) (shorter if every row wrote eos_id; rows
+    padded after it); the encoder and the cache stay float32."""
+    B = src.shape[0]
+    cache = new_cache(model, model.encode(src), src, max(n, 1))
+    q8 = Int8FastDecoder(model, B)
+    out = torch.full((B, 1 + n), PAD_ID)
+    out[:, 0] = BOS_ID
+    done = torch.zeros(B, dtype=torch.bool)
+    for t in range(n):
+        next_id = int8_fast_step(q8, out[:, t:t + 1], cache).argmax(-1)
+        out[:, t + 1] = next_id.masked_fill(done, PAD_ID)
+        if eos_id is not None:
+            done |= next_id == eos_id
+            if done.all():
+                return out[:, :t + 2]
+    return out
+
+
 def speed(model: Transformer, tok: SubwordTokenizer, folder: Path, cases, repeats: int, warmup: int) -> list:
     "Part 2: every decoder on the same source, exactly n new tokens each; medians of interleaved runs."
     ct2 = require_ctranslate2()
@@ -192,7 +270,8 @@ def speed(model: Transformer, tok: SubwordTokenizer, folder: Path, cases, repeat
             fns = {"ours_plain": lambda: greedy_decode(model, src, n, BOS_ID, None, fast=False),
                    "ours_fast": lambda: greedy_decode(model, src, n, BOS_ID, None),
                    "ours_compiled": lambda: compiled_greedy(model, src, n),
-                   "ours_int8_plain": lambda: greedy_decode(q8, src, n, BOS_ID, None, fast=False)}
+                   "ours_int8_plain": lambda: greedy_decode(q8, src, n, BOS_ID, None, fast=False),
+                   "ours_int8_fast": lambda: int8_greedy(model, src, n)}
             assert torch.equal(fns["ours_compiled"](), fns["ours_fast"]()), "compiled step changed tokens"
         else:   # UNK as eos: the model never writes it here (asserted below), so every beam runs n steps
             fns = {"ours_plain": lambda: beam_search(model, src, beam, n, BOS_ID, UNK_ID, 0.6, fast=False),

@@ -314,3 +314,29 @@ def test_command_in_a_fresh_interpreter(tmp_path, checkpoint, missing):
     else:
         assert (r.returncode, r.stderr) == (0, "") and r.stdout.startswith("wrote ")
         assert {p.name for p in (tmp_path / "ct2").iterdir()} == FILES
+
+
+# --- the results file the chapter reads -----------------------------------------------------------
+
+def test_results_file_is_consistent():
+    "benchmarks/bench_ctranslate2.py's file: its rates and ratios follow from its own counts and medians."
+    from importlib import resources
+    path = Path(str(resources.files("transformer_lit") / "results" / "ctranslate2_cpu.json"))
+    r = json.loads(path.read_text())
+    assert r["threads"] == 1 and r["cpu"]["vendor"] and r["ctranslate2"].startswith("4.8")
+    for name, a in r["agreement"].items():
+        for key in ("greedy_float32", "greedy_int8", "beam4_lp0_float32", "ours_int8_fast_greedy"):
+            part = a[key]
+            assert part["verses"] == a["verses"] and part["equal"] == a["verses"] - len(part["differing"])
+            assert part["percent"] == round(100 * part["equal"] / part["verses"], 2)
+        g = a["greedy_float32"]
+        assert len(g["first_difference_logit_margins"]) == len(g["differing"])
+        s = a["scores"]
+        assert a["chrf_int8_minus_float32"] == round(s["ct2_int8_greedy"]["chrf"] - s["ct2_float32_greedy"]["chrf"], 2)
+    for case in r["speed"]["cases"]:
+        tokens = case["batch"] * case["new_tokens"]
+        for k, seconds in case["median_seconds"].items():
+            assert abs(case["tokens_per_second"][k] - tokens / seconds) <= 0.05 + 1e-3 * tokens / seconds
+            assert abs(case["time_ratio_to_ct2_float32"][k] - seconds / case["median_seconds"]["ct2_float32"]) < 6e-3
+    sizes = r["bytes_on_disk"]
+    assert sizes["ct2_int8_model_bin"] < sizes["ct2_float16_model_bin"] < sizes["ct2_float32_model_bin"]
