@@ -340,3 +340,18 @@ def test_results_file_is_consistent():
             assert abs(case["time_ratio_to_ct2_float32"][k] - seconds / case["median_seconds"]["ct2_float32"]) < 6e-3
     sizes = r["bytes_on_disk"]
     assert sizes["ct2_int8_model_bin"] < sizes["ct2_float16_model_bin"] < sizes["ct2_float32_model_bin"]
+
+
+def test_readme_code_translates_without_transformer_lit(tmp_path):
+    "The README's Python block, run as written in a fresh interpreter that cannot import transformer_lit."
+    from transformer_lit.pretrained import load_pretrained
+    model, tokenizer = load_pretrained()
+    folder = export.to_ctranslate2(model, tokenizer, tmp_path / "ct2")
+    readme = (folder / "README.md").read_text()
+    code = readme.split("```python\n")[1].split("```")[0].replace("path/to/this/folder", str(folder))
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.modules['transformer_lit'] = None\n" + code],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    sentence = "And God said, Let there be light."
+    assert sentence in code
+    assert r.stdout == tokenizer.decode(ours_greedy(model, tokenizer.encode([sentence]), 64)[0]) + "\n"
