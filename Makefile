@@ -18,7 +18,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch first and pinned: the CPU wheel; an unpinned torch would pull GBs of CUDA packages.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev]"
+	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 13 and
+	# tests/test_export.py use (an extra of its own, so that readers can install it alone)
+	$(PY) -m pip install -q -e ".[dev,deploy]"
 	rm -f $(VENV)/.installed-*; touch $@
 
 export: $(STAMP)

@@ -1,0 +1,357 @@
+"""transformer_lit.export: a tiny model written for CTranslate2 and read back by CTranslate2 itself (scores and
+greedy tokens against ours), the quantization choices, the refusals, the `export ctranslate2` command, and the
+message when ctranslate2 is missing."""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import transformer_lit.export as export
+from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, train_tokenizer
+from transformer_lit.inference import greedy_decode
+from transformer_lit.model import Transformer, TransformerConfig
+from transformer_lit.training import save_checkpoint
+
+ctranslate2 = pytest.importorskip("ctranslate2", reason="pip install -e '.[deploy]' installs ctranslate2")
+
+ENGLISH = ["In the beginning God created the heavens and the earth.", "The earth was formless and empty.",
+           "God said, Let there be light, and there was light.", "God saw the light, and saw that it was good.",
+           "The king said to Daniel, Your God is the God of gods.", "Naomi said to Ruth, Go, my daughter."]
+FRENCH = ["Au commencement, Dieu créa les cieux et la terre.", "La terre était informe et vide.",
+          "Dieu dit: Que la lumière soit! Et la lumière fut.", "Dieu vit que la lumière était bonne.",
+          "Le roi dit à Daniel: Votre Dieu est le Dieu des dieux.", "Naomi dit à Ruth: Va, ma fille."]
+FILES = {"model.bin", "config.json", "shared_vocabulary.json", "sentencepiece.model", "README.md"}
+N = 12   # new tokens in the greedy comparisons
+
+pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return train_tokenizer(ENGLISH + FRENCH, vocab_size=80)
+
+
+def tiny(tokenizer, seed: int = 0, **overrides) -> Transformer:
+    "A seeded tiny model over the tokenizer's vocabulary, eval mode."
+    torch.manual_seed(seed)
+    V = tokenizer.vocab_size
+    return Transformer(TransformerConfig.tiny(V, V, **overrides)).eval()
+
+
+def translator(folder: Path, compute_type: str = "default"):
+    return ctranslate2.Translator(str(folder), compute_type=compute_type, intra_threads=1)
+
+
+def ours_greedy(model: Transformer, ids: list[list[int]], n: int) -> list[list[int]]:
+    "Our greedy tokens for a padded batch of sources (EOS appended), cut at EOS."
+    src = torch.full((len(ids), max(map(len, ids)) + 1), PAD_ID)
+    for r, x in enumerate(ids):
+        src[r, :len(x) + 1] = torch.tensor(x + [EOS_ID])
+    rows = greedy_decode(model, src, n, BOS_ID, EOS_ID)[:, 1:].tolist()
+    return [row[:row.index(EOS_ID)] if EOS_ID in row else row for row in rows]
+
+
+# --- the round trip -------------------------------------------------------------------------------
+
+VARIANTS = [dict(norm_first=nf, share_embeddings=sh) for nf in (False, True) for sh in (False, True)]
+
+
+@pytest.mark.parametrize("overrides", VARIANTS, ids=lambda o: f"{'pre' if o['norm_first'] else 'post'}-norm,"
+                         f"{'shared' if o['share_embeddings'] else 'separate'}")
+def test_ctranslate2_scores_and_greedy_tokens_equal_ours(tmp_path, tokenizer, overrides):
+    "CTranslate2 reads the folder and computes our log-probabilities and our greedy tokens (a padded batch)."
+    model = tiny(tokenizer, **overrides)
+    folder = export.to_ctranslate2(model, tokenizer, tmp_path / "ct2")
+    assert {p.name for p in folder.iterdir()} == FILES
+    t = translator(folder)
+    src_ids, tgt_ids = tokenizer.encode(ENGLISH), tokenizer.encode(FRENCH)
+    # scores of given targets: CTranslate2 appends </s> to source and target, as our batches do
+    scored = t.score_batch([tokenizer.pieces(x) for x in src_ids], [tokenizer.pieces(y) for y in tgt_ids])
+    for x, y, s in zip(src_ids, tgt_ids, scored):
+        logp = model(torch.tensor([x + [EOS_ID]]), torch.tensor([[BOS_ID] + y]))[0].log_softmax(-1)
+        ours = logp.gather(1, torch.tensor(y + [EOS_ID])[:, None])[:, 0]
+        torch.testing.assert_close(torch.tensor(s.log_probs), ours.detach(), atol=1e-4, rtol=0)
+    # greedy: pieces in, pieces out; min_decoding_length=0 lets a random model end at once, as ours may
+    results = t.translate_batch([tokenizer.pieces(x) for x in src_ids], beam_size=1,
+                                max_decoding_length=N, min_decoding_length=0)
+    theirs = [[tokenizer.sp.piece_to_id(p) for p in r.hypotheses[0]] for r in results]
+    assert theirs == ours_greedy(model, src_ids, N)
+
+
+def test_shared_matrix_is_stored_once(tmp_path, tokenizer):
+    "Source, target and output share one matrix: CTranslate2 stores it once, so the file is smaller."
+    sizes = {}
+    for share in (False, True):
+        folder = export.to_ctranslate2(tiny(tokenizer, share_embeddings=share), tokenizer, tmp_path / str(share))
+        sizes[share] = (folder / "model.bin").stat().st_size
+    V, D = tokenizer.vocab_size, 32
+    # the separate model stores one more (V, D) float32 matrix (the source embedding); the shared one
+    # stores instead a name that points to the matrix (an alias record: a few dozen bytes)
+    assert 4 * V * D - 256 < sizes[False] - sizes[True] < 4 * V * D
+
+
+def test_folder_holds_tokenizer_vocabulary_and_config(tmp_path, tokenizer):
+    "The sentencepiece model is ours, the vocabulary lists our pieces in id order, the config our conventions."
+    import sentencepiece as spm
+    model = tiny(tokenizer, norm_first=True)
+    folder = export.to_ctranslate2(model, tokenizer, tmp_path / "ct2")
+    sp = spm.SentencePieceProcessor(model_file=str(folder / "sentencepiece.model"))
+    assert sp.encode(ENGLISH) == tokenizer.encode(ENGLISH)
+    vocab = json.loads((folder / "shared_vocabulary.json").read_text())
+    assert vocab == [tokenizer.sp.id_to_piece(i) for i in range(tokenizer.vocab_size)]
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["bos_token"], config["eos_token"], config["unk_token"]) == ("<s>", "</s>", "<unk>")
+    assert config["decoder_start_token"] == "<s>" and config["add_source_eos"] and not config["add_source_bos"]
+    assert config["layer_norm_epsilon"] == pytest.approx(1e-5)
+    readme = (folder / "README.md").read_text()
+    assert "translate_batch" in readme and "beam_size=1" in readme and "pre-norm" in readme
+
+
+def test_positions_beyond_the_table_are_the_models_limit(tmp_path, tokenizer):
+    "The position table CTranslate2 reads is ours (max_len rows): a source of max_len - 1 pieces translates."
+    model = tiny(tokenizer, max_len=16)
+    folder = export.to_ctranslate2(model, tokenizer, tmp_path / "ct2")
+    ids = (tokenizer.encode(ENGLISH[0]) * 4)[:15]
+    r = translator(folder).translate_batch([tokenizer.pieces(ids)], beam_size=1, max_decoding_length=8,
+                                           min_decoding_length=0)
+    assert [tokenizer.sp.piece_to_id(p) for p in r[0].hypotheses[0]] == ours_greedy(model, [ids], 8)[0]
+
+
+# --- quantization ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("quantization", ["int8", "int8_float32", "int16", "float16", "bfloat16"])
+def test_every_quantization_loads_and_shrinks_the_file(tmp_path, tokenizer, quantization):
+    "Each weight type CTranslate2 accepts is written; the file shrinks by the type's width; it translates."
+    model = tiny(tokenizer)
+    full = export.to_ctranslate2(model, tokenizer, tmp_path / "float32")
+    small = export.to_ctranslate2(model, tokenizer, tmp_path / quantization, quantization)
+    ratio = (small / "model.bin").stat().st_size / (full / "model.bin").stat().st_size
+    width = 1 if quantization.startswith("int8") else 2
+    assert width / 4 < ratio < width / 4 + 0.15, ratio   # + scales, biases and norms kept in float32
+    results = translator(small).translate_batch([tokenizer.pieces(tokenizer.encode(ENGLISH[0]))],
+                                                beam_size=1, max_decoding_length=N, min_decoding_length=N)
+    assert len(results[0].hypotheses[0]) == N
+
+
+def test_accepted_quantizations_are_ctranslate2s():
+    from ctranslate2.specs.model_spec import ACCEPTED_MODEL_TYPES
+    assert export.quantizations() == tuple(ACCEPTED_MODEL_TYPES)
+    assert {"int8", "int8_float32", "int16", "float16", "float32"} <= set(export.quantizations())
+    export.check_quantization(None)
+
+
+@pytest.mark.parametrize("bad", ["int4", "INT8", "", 8])
+def test_unknown_quantization_is_refused_with_the_list(tmp_path, tokenizer, bad):
+    with pytest.raises(ValueError, match="quantization must be one of int8, .*float32.*got"):
+        export.to_ctranslate2(tiny(tokenizer), tokenizer, tmp_path / "ct2", bad)
+    assert not (tmp_path / "ct2").exists()
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+def test_existing_folder_needs_force(tmp_path, tokenizer):
+    out = tmp_path / "ct2"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="exists; force=True"):
+        export.to_ctranslate2(tiny(tokenizer), tokenizer, out)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    export.to_ctranslate2(tiny(tokenizer), tokenizer, out, force=True)
+    assert {p.name for p in out.iterdir()} == FILES | {"notes.txt"}   # the user's file stays
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]   # no temporary folder left
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileExistsError, match="not a folder"):
+        export.to_ctranslate2(tiny(tokenizer), tokenizer, tmp_path / "file", force=True)
+
+
+def test_models_that_cannot_be_mapped_are_refused(tmp_path, tokenizer):
+    V = tokenizer.vocab_size
+    torch.manual_seed(0)
+    wrong_vocab = Transformer(TransformerConfig.tiny(V, V + 1)).eval()
+    with pytest.raises(ValueError, match="tokenizer's"):
+        export.to_ctranslate2(wrong_vocab, tokenizer, tmp_path / "a")
+    two_eps = tiny(tokenizer)
+    two_eps.encoder.layers[0].attn_res.norm.eps = 1e-6
+    with pytest.raises(ValueError, match="one eps"):
+        export.to_ctranslate2(two_eps, tokenizer, tmp_path / "b")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+def parser() -> argparse.ArgumentParser:
+    "A `transformer-lit`-like parser with the export command added, as cli.build_parser will."
+    p = argparse.ArgumentParser(prog="transformer-lit")
+    export.add_export_command(p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    return p
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    try:
+        args = parser().parse_args(argv)
+        status = args.handler(args)
+    except SystemExit as e:
+        status = e.code
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def assert_one_line_error(status: int, out: str, err: str, *words: str) -> None:
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("transformer-lit export: error: "), err
+    for w in words:
+        assert w in err, (w, err)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory, tokenizer) -> Path:
+    "A tiny post-norm model saved as `train` saves model.pt."
+    return save_checkpoint(tmp_path_factory.mktemp("ckpt") / "model.pt", tiny(tokenizer),
+                           tokenizer=tokenizer.to_bytes())
+
+
+def test_help_names_the_options(capsys):
+    status, out, _ = run(["export", "ctranslate2", "--help"], capsys)
+    assert status == 0
+    for word in ("OUT", "--checkpoint", "--quantization", "--force", "int8"):
+        assert word in out
+
+
+def test_command_writes_a_checkpoints_model(tmp_path, capsys, checkpoint, tokenizer):
+    status, out, err = run(["export", "ctranslate2", str(tmp_path / "ct2"), "--checkpoint", str(checkpoint),
+                            "--quantization", "int8"], capsys)
+    assert (status, err) == (0, "") and out.startswith(f"wrote {tmp_path / 'ct2'}") and "int8" in out
+    assert {p.name for p in (tmp_path / "ct2").iterdir()} == FILES
+    r = translator(tmp_path / "ct2").translate_batch([tokenizer.pieces(tokenizer.encode(ENGLISH[1]))],
+                                                     beam_size=1, max_decoding_length=4, min_decoding_length=4)
+    assert len(r[0].hypotheses[0]) == 4
+
+
+def test_command_exports_the_shipped_model_by_default(tmp_path, capsys):
+    from transformer_lit.pretrained import load_pretrained
+    status, out, err = run(["export", "ctranslate2", str(tmp_path / "ct2")], capsys)
+    assert (status, err) == (0, "") and "float32" in out
+    model, tokenizer = load_pretrained()
+    ids = tokenizer.encode(["And God said, Let there be light."])
+    r = translator(tmp_path / "ct2").translate_batch([tokenizer.pieces(ids[0])], beam_size=1)
+    assert [tokenizer.sp.piece_to_id(p) for p in r[0].hypotheses[0]] == ours_greedy(model, ids, 64)[0]
+
+
+def test_command_refuses_an_existing_folder_without_force(tmp_path, capsys, checkpoint):
+    (tmp_path / "ct2").mkdir()
+    argv = ["export", "ctranslate2", str(tmp_path / "ct2"), "--checkpoint", str(checkpoint)]
+    assert_one_line_error(*run(argv, capsys), "OUT", "exists", "--force")
+    assert list((tmp_path / "ct2").iterdir()) == []
+    status, out, err = run(argv + ["--force"], capsys)
+    assert status == 0 and err == ""
+
+
+@pytest.mark.parametrize("case, words", [
+    ("quantization", ["--quantization", "int8_float32", "'int3'"]),
+    ("missing", ["--checkpoint", "no checkpoint at"]),
+    ("not a checkpoint", ["--checkpoint", "not a checkpoint"]),
+    ("no tokenizer", ["--checkpoint", "holds no tokenizer"]),
+    ("file as OUT", ["OUT", "not a folder"]),
+])
+def test_command_errors_are_one_line(tmp_path, capsys, checkpoint, tokenizer, case, words):
+    out, ckpt, extra = tmp_path / "ct2", checkpoint, []
+    if case == "quantization":
+        extra = ["--quantization", "int3"]
+    elif case == "missing":
+        ckpt = tmp_path / "nothing.pt"
+    elif case == "not a checkpoint":
+        ckpt = tmp_path / "text.pt"
+        ckpt.write_text("not torch")
+    elif case == "no tokenizer":
+        ckpt = save_checkpoint(tmp_path / "bare.pt", tiny(tokenizer))
+    else:
+        out.write_text("a file")
+    assert_one_line_error(*run(["export", "ctranslate2", str(out), "--checkpoint", str(ckpt), *extra], capsys),
+                          *words)
+    assert case == "file as OUT" or not out.exists()
+
+
+def test_usage_errors_exit_2(capsys):
+    for argv in (["export"], ["export", "ctranslate2"], ["export", "onnx", "out"]):
+        status, out, err = run(argv, capsys)
+        assert status == 2 and out == "" and "usage:" in err
+
+
+def test_missing_ctranslate2_names_the_extra(tmp_path, capsys, monkeypatch, checkpoint, tokenizer):
+    "Without ctranslate2 the module still imports; the function and the command say which extra to install."
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)   # import ctranslate2 now raises ImportError
+    with pytest.raises(ImportError, match=r"pip install 'transformer-lit\[deploy\]'"):
+        export.to_ctranslate2(tiny(tokenizer), tokenizer, tmp_path / "ct2")
+    argv = ["export", "ctranslate2", str(tmp_path / "ct2"), "--checkpoint", str(checkpoint)]
+    assert_one_line_error(*run(argv, capsys), "ctranslate2", "transformer-lit[deploy]")
+    assert not (tmp_path / "ct2").exists()
+
+
+COMMAND = ("import argparse, sys\n"
+           "{prelude}"
+           "from transformer_lit.export import add_export_command\n"
+           "p = argparse.ArgumentParser(prog='transformer-lit')\n"
+           "add_export_command(p.add_subparsers(dest='command', required=True))\n"
+           "args = p.parse_args(sys.argv[1:])\n"
+           "sys.exit(args.handler(args))\n")
+
+
+@pytest.mark.parametrize("missing", [False, True], ids=["installed", "ctranslate2 missing"])
+def test_command_in_a_fresh_interpreter(tmp_path, checkpoint, missing):
+    "What the lead's two lines in cli.py will run: exit status, stdout and stderr of a real process."
+    prelude = "sys.modules['ctranslate2'] = None\n" if missing else ""
+    r = subprocess.run([sys.executable, "-c", COMMAND.format(prelude=prelude), "export", "ctranslate2",
+                        str(tmp_path / "ct2"), "--checkpoint", str(checkpoint)], capture_output=True, text=True)
+    if missing:
+        assert_one_line_error(r.returncode, r.stdout, r.stderr, "transformer-lit[deploy]")
+    else:
+        assert (r.returncode, r.stderr) == (0, "") and r.stdout.startswith("wrote ")
+        assert {p.name for p in (tmp_path / "ct2").iterdir()} == FILES
+
+
+# --- the results file the chapter reads -----------------------------------------------------------
+
+def test_results_file_is_consistent():
+    "benchmarks/bench_ctranslate2.py's file: its rates and ratios follow from its own counts and medians."
+    from importlib import resources
+    path = Path(str(resources.files("transformer_lit") / "results" / "ctranslate2_cpu.json"))
+    r = json.loads(path.read_text())
+    assert r["threads"] == 1 and r["cpu"]["vendor"] and r["ctranslate2"].startswith("4.8")
+    for name, a in r["agreement"].items():
+        for key in ("greedy_float32", "greedy_int8", "beam4_lp0_float32", "ours_int8_fast_greedy"):
+            part = a[key]
+            assert part["verses"] == a["verses"] and part["equal"] == a["verses"] - len(part["differing"])
+            assert part["percent"] == round(100 * part["equal"] / part["verses"], 2)
+        g = a["greedy_float32"]
+        assert len(g["first_difference_logit_margins"]) == len(g["differing"])
+        s = a["scores"]
+        assert a["chrf_int8_minus_float32"] == round(s["ct2_int8_greedy"]["chrf"] - s["ct2_float32_greedy"]["chrf"], 2)
+    for case in r["speed"]["cases"]:
+        tokens = case["batch"] * case["new_tokens"]
+        for k, seconds in case["median_seconds"].items():
+            assert abs(case["tokens_per_second"][k] - tokens / seconds) <= 0.05 + 1e-3 * tokens / seconds
+            assert abs(case["time_ratio_to_ct2_float32"][k] - seconds / case["median_seconds"]["ct2_float32"]) < 6e-3
+    sizes = r["bytes_on_disk"]
+    assert sizes["ct2_int8_model_bin"] < sizes["ct2_float16_model_bin"] < sizes["ct2_float32_model_bin"]
+
+
+def test_readme_code_translates_without_transformer_lit(tmp_path):
+    "The README's Python block, run as written in a fresh interpreter that cannot import transformer_lit."
+    from transformer_lit.pretrained import load_pretrained
+    model, tokenizer = load_pretrained()
+    folder = export.to_ctranslate2(model, tokenizer, tmp_path / "ct2")
+    readme = (folder / "README.md").read_text()
+    code = readme.split("```python\n")[1].split("```")[0].replace("path/to/this/folder", str(folder))
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.modules['transformer_lit'] = None\n" + code],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    sentence = "And God said, Let there be light."
+    assert sentence in code
+    assert r.stdout == tokenizer.decode(ours_greedy(model, tokenizer.encode([sentence]), 64)[0]) + "\n"
