@@ -161,3 +161,57 @@ def test_a_malformed_modern_file_is_refused_with_its_line(tmp_path):
     bad.write_text("1\tnews\tHello there.\tBonjour.\n", encoding="utf-8")
     with pytest.raises(ValueError, match="header"):
         load_modern_pairs(bad)
+
+
+def test_the_ladder_results_are_complete_and_match_their_sources():
+    import json
+
+    from transformer_lit.data import ENGLISH_VERSIONS, FRENCH_VERSIONS
+    from transformer_lit.pretrained import pretrained_record
+    from transformer_lit.training import BOOK_CPU_STEPS
+
+    path = modern_path().parents[1] / "results" / "ladder_cpu.json"
+    ladder = json.loads(path.read_text())
+    rungs = ladder["rungs"]
+    assert set(rungs) == {"1", "2", "3", "4", "5", "6"}
+    for r in rungs.values():
+        assert {"bleu", "bleu_single", "chrf"} <= r["valid"].keys()
+        assert r["steps"] > 0 and r["target_tokens"] > 0 and r["wall_minutes"] > 0
+        assert r["device"]
+    one, every, small = rungs["1"], rungs["2"], rungs["3"]
+    assert (one["preset"], one["english"], one["french"]) == ("cpu", ["4"], ["l"])
+    assert one["steps"] == every["steps"] == BOOK_CPU_STEPS
+    assert (every["english"], every["french"]) == (list(ENGLISH_VERSIONS), list(FRENCH_VERSIONS))
+    assert small["preset"] == "small" and small["token_budget"] == every["target_tokens"]
+    if not small["stopped_by_time_cap"]:
+        assert small["target_tokens"] >= every["target_tokens"]
+    record = pretrained_record()
+    valid = record["valid_decoding"]
+    assert all(rungs[k]["steps"] == record["steps"] for k in "456")
+    assert rungs["5"]["valid"] == valid["greedy"] and rungs["6"]["valid"] == valid["beam 4"]
+    assert rungs["4"]["valid"] == valid[f"last weights (step {record['steps']}), greedy, float32"]
+
+
+def test_the_corpus_lexicon_holds_both_languages_and_the_names():
+    from transformer_lit.data import Verse
+    from transformer_lit.scoring import corpus_lexicon
+
+    verses = [Verse(8, 1, i, {"4": "Naomi said to her.", "k": "Naomi said and went.",
+                              "l": "Naomi lui dit.", "5": "Et Naomi dit."}) for i in range(1, 4)]
+    lexicon = corpus_lexicon(verses)
+    assert lexicon.names == {"Naomi": {"Naomi"}}
+    assert {"said", "her", "and"} <= lexicon.english and "naomi" not in lexicon.english
+    assert {"naomi", "lui", "dit", "et"} <= lexicon.french
+
+
+def test_greedy_translate_writes_what_the_cached_greedy_loop_writes():
+    import torch
+
+    from transformer_lit.inference import translate
+    from transformer_lit.pretrained import load_pretrained
+    from transformer_lit.scoring import greedy_translate
+
+    torch.set_num_threads(1)
+    model, tokenizer = load_pretrained()
+    sentences = ["We love Him.", "Where is the train station?", "The king said to Daniel."]
+    assert greedy_translate(model, tokenizer, sentences) == translate(model, tokenizer, sentences)

@@ -189,6 +189,7 @@ def write_card(model_pt: Path, digest: str, dest: Path, translations_file: Path)
                                      encoding="utf-8")
         print(f"wrote {translations_file}")
     evaluation = evaluate(record, translations)
+    record = {**record, "_digest": digest}
     (dest / "MODEL_CARD.md").write_text(card(record, evaluation, model_pt.stat().st_size),
                                         encoding="utf-8")
     print(f"wrote {dest / 'MODEL_CARD.md'}")
@@ -316,6 +317,7 @@ def card(record, ev, size) -> str:
               for n, s in valid.items()]
     lines += ["", f"Weights: {weights}; decoding: {chosen}."]
     lines += card_test(ev, lsg, darby) + card_failures(ev, lsg, darby) + card_modern(ev)
+    lines += card_ladder()
     lines += ["", "## Samples (test books: held out of training; chosen at random with seed 0)", ""]
     for s in record["samples"]:
         lines += [f"- **{s['ref']}** {s['en']}", f"  - model: {s['model']}",
@@ -389,8 +391,13 @@ def card_modern(ev) -> list[str]:
     lines = ["", "## Out of domain: modern sentences",
              f"{len(ev['modern_samples'])} everyday, news and technology sentences written for this "
              "project with one French reference each (`transformer_lit/data_files/modern_en_fr.tsv`, "
-             "CC BY 4.0):", "", "| system | BLEU | chrF |", "|---|---:|---:|"]
+             "CC BY 4.0):", "", "| system (one reference) | BLEU | chrF |", "|---|---:|---:|"]
     lines += [f"| {n} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for n, s in ev["modern"].items()]
+    model = f"model, {ev['chosen']}"
+    lsg = next(iter(ev["like_for_like"]))
+    t = ev["like_for_like"][lsg][model]
+    lines += [f"| for comparison: test books, {model}, against {VERSIONS[lsg].name} alone | "
+              f"{t['bleu']:.1f} | {t['chrf']:.1f} |"]
     r = ev["modern_failures"]
     lines += ["", f"Outputs with an untranslated word: {pct(r['untranslated'])}; with a loop: "
               f"{pct(r['loop'])}; with a length far from the reference's: {pct(r['length'])}.", "",
@@ -398,6 +405,47 @@ def card_modern(ev) -> list[str]:
     for i, (p, hyp) in enumerate(ev["modern_samples"]):
         if i % 5 == 0:
             lines += [f"- ({p.domain}) {p.en}", f"  - model: {hyp}", f"  - reference: {p.fr}"]
+    return lines
+
+
+def digest_of(record) -> str:
+    return record.get("_digest", "")
+
+
+def no_repeat_note(digest: str) -> str:
+    "What benchmarks/no_repeat.py measured for this model, if it did."
+    path = ROOT / "transformer_lit" / "results" / "no_repeat_cpu.json"
+    r = json.loads(path.read_text()) if path.exists() else {}
+    if r.get("model_sha256") != digest:
+        return ""
+    n = r["chosen_n"]
+    plain, fixed = r["test"]["greedy"], r["test"][f"greedy, no repeated {n}-gram"]
+    return (f" Forbidding the decoder to repeat an n-gram of pieces (n = {n}, chosen on the "
+            f"validation books; `benchmarks/no_repeat.py`) moves the greedy test BLEU against "
+            f"Louis Segond from {plain['bleu_single']:.1f} to {fixed['bleu_single']:.1f} and "
+            f"the loop rate from "
+            f"{pct(plain['loop'])} to {pct(fixed['loop'])}: loops are a symptom, not what "
+            "holds the score down.")
+
+
+def card_ladder() -> list[str]:
+    "The ladder of benchmarks/ladder.py, when it is complete."
+    path = ROOT / "transformer_lit" / "results" / "ladder_cpu.json"
+    ladder = json.loads(path.read_text()) if path.exists() else {}
+    rungs = ladder.get("rungs", {})
+    if set(rungs) != {"1", "2", "3", "4", "5", "6"}:
+        return []
+    lines = ["", "## Where its score comes from (validation books)",
+             "From chapter 09's live run to this model, one change at a time "
+             "(`benchmarks/ladder.py`; greedy unless the rung says beam; rungs 1-3 trained on "
+             f"{rungs['1']['device']}):", "",
+             "| rung | BLEU vs LSG | BLEU, 2 refs | chrF, 2 refs | steps | target tokens | "
+             "minutes |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for k in sorted(rungs, key=int):
+        r = rungs[k]
+        lines.append(f"| {k}. {r['name']} | {r['valid']['bleu_single']:.1f} | "
+                     f"{r['valid']['bleu']:.1f} | {r['valid']['chrf']:.1f} | {r['steps']:,} | "
+                     f"{r['target_tokens'] / 1e6:.1f}M | {r['wall_minutes']:.0f} |")
     return lines
 
 
@@ -421,7 +469,7 @@ def card_limits(record, ev, lsg) -> list[str]:
         f"{common(ev['wrong_names'])}).",
         f"- **Loops**: {pct(f['loop'])} of test outputs repeat a word pair that the reference does "
         f"not (greedy decoding: {pct(ev['failures']['model, greedy']['loop'])}; the human "
-        f"translation: {pct(human['loop'])}).",
+        f"translation: {pct(human['loop'])}).{no_repeat_note(digest_of(record))}",
         f"- **Length**: {pct(f['length'])} of test outputs are far shorter or longer than the "
         "reference (dropped clauses, or repetitions).",
         "- **Meaning**: the counters above do not see a fluent sentence that says something else; "

@@ -177,7 +177,7 @@ def like_for_like(
         table[code] = {n: {**s, "reference": code} for n, s in rows.items()}
     return table
 
-# %% ../nbs/09d_evaluation.ipynb #6f9b29e7
+# %% ../nbs/09d_evaluation.ipynb #fcf0033b
 def plot_ladder(ladder: dict[str, Any]) -> Any:
     """A horizontal bar chart of benchmarks/ladder.py's results: each rung's validation
     BLEU against LSG alone and against both references; returns the Figure."""
@@ -186,18 +186,26 @@ def plot_ladder(ladder: dict[str, Any]) -> Any:
     keys = sorted(ladder["rungs"], key=int)
     rungs = [ladder["rungs"][k] for k in keys]
     y = range(len(rungs))
-    fig, ax = plt.subplots(figsize=(10, 4.6))
-    ax.barh([i - 0.2 for i in y], [r["valid"]["bleu_single"] for r in rungs], 0.4,
-            label="BLEU, one reference (LSG)")
-    ax.barh([i + 0.2 for i in y], [r["valid"]["bleu"] for r in rungs], 0.4,
-            label="BLEU, two references (LSG, Darby)")
-    ax.set_yticks(list(y), [f"{k}. {r['name']}" for k, r in zip(keys, rungs)])
+    fig, ax = plt.subplots(figsize=(11, 4.8))
+    for shift, key, label in ((-0.2, "bleu_single", "BLEU, one reference (LSG)"),
+                              (0.2, "bleu", "BLEU, two references (LSG, Darby)")):
+        bars = ax.barh([i + shift for i in y], [r["valid"][key] for r in rungs], 0.4,
+                       label=label)
+        ax.bar_label(bars, fmt="%.1f", padding=2, fontsize=8)
+    ax.set_yticks(
+        list(y),
+        [
+            f"{k}. {r['name']}\n{r['target_tokens'] / 1e6:.1f}M target "
+            f"tokens, {r['steps']:,} steps"
+            for k, r in zip(keys, rungs)
+        ],
+    )
     ax.invert_yaxis()  # rung 1 at the top
     ax.set_xlabel("BLEU on the validation books (0 to 100)")
     ax.set_title(
         "From chapter 09's live run to the shipped model, one change at a time"
     )
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper right")
     fig.tight_layout()
     return fig
 
