@@ -30,14 +30,13 @@ from pathlib import Path
 
 import torch
 
-from transformer_lit.data import (ENGLISH_VERSIONS, FRENCH_VERSIONS, SubwordTokenizer,
-                                  encode_pairs, load_verses, make_batches, reference_set,
+from transformer_lit.data import (ENGLISH_VERSIONS, FRENCH_VERSIONS, encode_pairs, load_verses, make_batches, reference_set,
                                   split_by_book, train_tokenizer, version_pairs)
 from transformer_lit.inference import translate
 from transformer_lit.model import Transformer
 from transformer_lit.pretrained import load_pretrained, pretrained_record
 from transformer_lit.training import (BOOK_CPU_STEPS, average_state_dicts, corpus_scores,
-                                      describe_device, fit, load_checkpoint, make_optimizer,
+                                      describe_device, fit, make_optimizer,
                                       preset_config, preset_settings, preset_vocab_size,
                                       save_checkpoint)
 

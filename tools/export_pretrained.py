@@ -32,8 +32,7 @@ import torch
 from transformer_lit.data import (BOOKS, VERSIONS, SubwordTokenizer, load_verses, reference_set,
                                   split_by_book)
 from transformer_lit.inference import translate
-from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, load_pretrained,
-                                        pretrained_path, pretrained_record)
+from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, pretrained_path)
 from transformer_lit.scoring import (LENGTH_BAND, corpus_lexicon, failure_modes, like_for_like,
                                      load_modern_pairs, name_errors, reference_scores, repeated_ngrams,
                                      untranslated_words)
