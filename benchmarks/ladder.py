@@ -35,7 +35,8 @@ from transformer_lit.data import (ENGLISH_VERSIONS, FRENCH_VERSIONS, encode_pair
 from transformer_lit.inference import translate
 from transformer_lit.model import Transformer
 from transformer_lit.pretrained import load_pretrained, pretrained_record
-from transformer_lit.training import (BOOK_CPU_STEPS, average_state_dicts, corpus_scores,
+from transformer_lit.scoring import corpus_scores
+from transformer_lit.training import (BOOK_CPU_STEPS, average_state_dicts,
                                       describe_device, fit, make_optimizer,
                                       preset_config, preset_settings, preset_vocab_size,
                                       save_checkpoint)
