@@ -134,3 +134,33 @@ def test_the_command_takes_a_checkpoint_option(tmp_path):
     shutil.copy(pretrained_path(), tmp_path / "model.pt")   # the shipped file is a checkpoint too
     done = run_cli("translate", "--checkpoint", str(tmp_path / "model.pt"), "The king said.")
     assert done.returncode == 0 and "roi" in done.stdout.lower(), done.stderr
+
+
+def test_the_shipped_translations_are_of_the_shipped_model_and_complete():
+    import json
+
+    from transformer_lit.scoring import load_modern_pairs
+
+    path = pretrained_path().parents[1] / "results" / "shipped_translations.json"
+    shipped = json.loads(path.read_text(encoding="utf-8"))
+    assert shipped["model_sha256"] == PRETRAINED_SHA256
+    test = shipped["sets"]["test"]
+    assert len(test["keys"]) == pretrained_record()["test_scores"]["sentences"]
+    assert len(shipped["sets"]["modern"]["keys"]) == len(load_modern_pairs())
+    for entry in shipped["sets"].values():
+        assert len(entry["greedy"]) == len(entry["beam 4"]) == len(entry["keys"])
+
+
+def test_the_card_compares_like_with_like_and_names_its_limits():
+    card = (pretrained_path().parent / "MODEL_CARD.md").read_text(encoding="utf-8")
+    like = card.split("## Test books, like for like")[1].split("\n## ")[0]
+    rows = [line.split(" | ") for line in like.splitlines() if line.startswith("| Louis")
+            or line.startswith("| Darby")]
+    # every reference has a human row and a model row, scored against it alone
+    for ref in ("Louis Segond", "Darby (French)"):
+        names = [r[1] for r in rows if r[0] == f"| {ref}"]
+        assert any(n.startswith("human:") for n in names) and any(n.startswith("model") for n in names)
+    assert "nrefs:1|" in like
+    assert "## Out of domain" in card and "## How it fails" in card
+    limits = card.split("## Known limits")[1]
+    assert limits.count("\n- ") >= 6

@@ -1,20 +1,27 @@
 """Export a finished `transformer-lit train` run as the package's shipped model (chapter 09c).
 
 Usage: python tools/export_pretrained.py RUN_DIR --command "transformer-lit train ..."
+       python tools/export_pretrained.py --card     (the shipped model as it is: its card only)
 
 1. chooses the decoding (greedy or beam 4) on the validation books, never the test books;
 2. scores the chosen decoding ONCE on the test books (source WEB, every French version as a
    reference), beside two baselines: copying the source, and each French version scored against
    the other ("human" translations);
 3. writes transformer_lit/pretrained/model.pt (float16 weights + tokenizer + the run's record and
-   these scores), pins its SHA-256 in nbs/09c_pretrained.ipynb, and writes MODEL_CARD.md.
-Then run `nbdev_export` and re-execute the chapters that show the model.
+   these scores), pins its SHA-256 in nbs/09c_pretrained.ipynb;
+4. translates the validation and test books and the modern sentences once more (greedy and
+   beam 4) into transformer_lit/results/shipped_translations.json (model output only), and
+   writes MODEL_CARD.md: the scores like for like (one reference, the human row beside the
+   model's), out of domain, and the failure modes (chapter 09d).
+With --card, only step 4, for the shipped file (its translations are reused when the file
+they name is the shipped one). Then run `nbdev_export` and re-execute 09c and 09d.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import random
+from collections import Counter
 import re
 import sys
 import time
@@ -25,13 +32,47 @@ import torch
 from transformer_lit.data import (BOOKS, VERSIONS, SubwordTokenizer, load_verses, reference_set,
                                   split_by_book)
 from transformer_lit.inference import translate
-from transformer_lit.pretrained import export_pretrained
-from transformer_lit.training import corpus_scores, load_checkpoint, model_from_checkpoint, save_checkpoint
+from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, pretrained_path)
+from transformer_lit.scoring import (LENGTH_BAND, corpus_lexicon, failure_modes, like_for_like,
+                                     load_modern_pairs, name_errors, reference_scores, repeated_ngrams,
+                                     untranslated_words)
+from transformer_lit.scoring import corpus_scores
+from transformer_lit.training import load_checkpoint, model_from_checkpoint, save_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "pretrained"
 NOTEBOOK = ROOT / "nbs" / "09c_pretrained.ipynb"
 DECODINGS = {"greedy": dict(beam_size=1), "beam 4": dict(beam_size=4)}
+# the shipped model's translations of the held-out books and of the modern sentences (model
+# output only: the references are read from the corpus where they are scored)
+TRANSLATIONS = ROOT / "transformer_lit" / "results" / "shipped_translations.json"
+
+
+def verse_key(v) -> str:
+    return f"{v.book}:{v.chapter}:{v.verse}"
+
+
+def translations_of(model, tokenizer, record, digest: str) -> dict:
+    """Translate the validation and test books (WEB, every verse that has every French
+    version) and the modern sentences, greedy and beam 4, on CPU."""
+    english, french = record["corpus"]["english"], record["corpus"]["french"]
+    splits = split_by_book(load_verses())
+    out = {"model_sha256": digest, "source": english[0], "references": french,
+           "threads": torch.get_num_threads(), "sets": {}}
+    modern = load_modern_pairs()
+    for name in ("valid", "test", "modern"):
+        if name == "modern":
+            keys, sources = [p.id for p in modern], [p.en for p in modern]
+        else:
+            kept = [v for v in splits[name] if all(c in v.texts for c in (english[0], *french))]
+            keys, sources = [verse_key(v) for v in kept], [v.texts[english[0]] for v in kept]
+        entry = {"keys": keys}
+        for decoding, kw in DECODINGS.items():
+            hyps, seconds = timed_translate(model, tokenizer, sources, **kw)
+            entry[decoding], entry[f"{decoding} seconds"] = hyps, seconds
+            print(f"{name} {decoding}: {len(hyps)} sentences in {seconds:.0f} s", flush=True)
+        out["sets"][name] = entry
+    return out
 
 
 def timed_translate(model, tokenizer, sources, **kw):
@@ -42,14 +83,30 @@ def timed_translate(model, tokenizer, sources, **kw):
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("run", type=Path, help="the run's --out folder (holds model.pt)")
-    p.add_argument("--command", required=True, help="the exact command that trained the run")
+    p.add_argument("run", type=Path, nargs="?", help="the run's --out folder (holds model.pt)")
+    p.add_argument("--command", help="the exact command that trained the run")
+    p.add_argument("--card", action="store_true", help="no export: write the shipped model's "
+                   "translations (when missing) and its card")
     p.add_argument("--dest", type=Path, default=DEST, help="a folder other than the package's, "
                    "for a trial export (the notebook's pin is then left alone)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1; more only "
                    "help on an otherwise idle machine)")
     args = p.parse_args()
+    if args.card == (args.run is not None) or (args.run is not None and not args.command):
+        p.error("give RUN_DIR and --command (an export), or --card alone")
     torch.set_num_threads(args.threads)
+    if args.card:
+        write_card(pretrained_path(), PRETRAINED_SHA256, DEST, TRANSLATIONS)
+        return
+    digest = export_run(args)
+    translations = TRANSLATIONS if args.dest.resolve() == DEST.resolve() else \
+        args.dest / TRANSLATIONS.name
+    write_card(args.dest / "model.pt", digest, args.dest, translations)
+
+
+def export_run(args: argparse.Namespace) -> str:
+    """Steps 1-3: choose the weights and the decoding, score the test books once, write the
+    shipped file (and its pin); return its SHA-256."""
     ckpt = load_checkpoint(args.run / "model.pt")
     record = ckpt["record"]
     english, french = record["corpus"]["english"], record["corpus"]["french"]
@@ -113,20 +170,101 @@ def main() -> None:
         if n != 1:
             sys.exit(f"could not find the PRETRAINED_SHA256 line in {NOTEBOOK}")
         NOTEBOOK.write_text(nb, encoding="utf-8")
-    (args.dest / "MODEL_CARD.md").write_text(card(record, args.command, valid, chosen, test, samples,
-                                                  (args.dest / "model.pt").stat().st_size, weights),
-                                             encoding="utf-8")
-    print(f"wrote {args.dest / 'model.pt'} (sha256 {digest}) and {args.dest / 'MODEL_CARD.md'}")
+    print(f"wrote {args.dest / 'model.pt'} (sha256 {digest})")
+    return digest
 
 
-def card(record, command, valid, chosen, test, samples, size, weights) -> str:
+def write_card(model_pt: Path, digest: str, dest: Path, translations_file: Path) -> None:
+    """Step 4: the translations (reused when they are of this very file) and the card."""
+    ckpt = load_checkpoint(model_pt)
+    record = ckpt["record"]
+    old = json.loads(translations_file.read_text()) if translations_file.exists() else {}
+    if old.get("model_sha256") == digest:
+        translations = old
+    else:
+        model = model_from_checkpoint(ckpt).eval()
+        translations = translations_of(model, SubwordTokenizer(ckpt["tokenizer"]), record, digest)
+        translations_file.write_text(json.dumps(translations, indent=1, ensure_ascii=False) + "\n",
+                                     encoding="utf-8")
+        print(f"wrote {translations_file}")
+    evaluation = evaluate(record, translations)
+    record = {**record, "_digest": digest}
+    (dest / "MODEL_CARD.md").write_text(card(record, evaluation, model_pt.stat().st_size),
+                                        encoding="utf-8")
+    print(f"wrote {dest / 'MODEL_CARD.md'}")
+
+
+def test_references(record, keys):
+    """Sources and {French version: references} of the test books, in the order of keys."""
+    english, french = record["corpus"]["english"], record["corpus"]["french"]
+    test = split_by_book(load_verses())["test"]
+    kept = [v for v in test if all(c in v.texts for c in (english[0], *french))]
+    if [verse_key(v) for v in kept] != keys:
+        sys.exit("the translations do not pair up with the corpus's test verses; run again "
+                 "without them (delete the translations file)")
+    return [v.texts[english[0]] for v in kept], {c: [v.texts[c] for v in kept] for c in french}
+
+
+def evaluate(record, translations) -> dict:
+    """Test books like for like (one reference at a time) and with every reference, the
+    modern sentences, and the failure modes (chapter 09d's functions)."""
+    test = translations["sets"]["test"]
+    sources, refs = test_references(record, test["keys"])
+    chosen = record["test_scores"]["decoding"]
+    systems = {f"model, {chosen}": test[chosen], "model, greedy": test["greedy"],
+               "copy the source": sources}
+    lexicon = corpus_lexicon(load_verses())
+    first, second = record["corpus"]["french"][:2]
+    fails = {name: failure_modes(hyps, sources, refs[first], *lexicon)
+             for name, hyps in {**systems, f"human: {first_name(second)}": refs[second]}.items()
+             if name != "copy the source"}
+    modern = load_modern_pairs()
+    m = translations["sets"]["modern"]
+    m_src, m_ref = [p.en for p in modern], [p.fr for p in modern]
+    return {
+        "chosen": chosen, "sentences": len(sources),
+        "like_for_like": like_for_like(systems, refs),
+        "every_reference": {n: corpus_scores(h, refs) for n, h in systems.items()},
+        "failures": fails,
+        "modern": {n: reference_scores(h, m_ref) for n, h in
+                   {f"model, {chosen}": m[chosen], "model, greedy": m["greedy"],
+                    "copy the source": m_src}.items()},
+        "modern_failures": failure_modes(m[chosen], m_src, m_ref, *lexicon),
+        "modern_samples": [(p, m[chosen][i]) for i, p in enumerate(modern)],
+        "test_samples": {"sources": sources, "refs": refs, "hyps": test[chosen]},
+        "untranslated": Counter(w for h, src in zip(test[chosen], sources)
+                                for w in untranslated_words(h, src, *lexicon[:2])),
+        "wrong_names": Counter(n for h, src, r in zip(test[chosen], sources, refs[first])
+                               for n in name_errors(h, src, r, lexicon.names)[0]),
+        "modern_untranslated": Counter(w for h, src in zip(m[chosen], m_src)
+                                       for w in untranslated_words(h, src, *lexicon[:2])),
+    }
+
+
+def first_name(code: str) -> str:
+    return VERSIONS[code].name
+
+
+def common(words: Counter, n: int = 6) -> str:
+    "The n most frequent words of a Counter, with their counts."
+    return ", ".join(f"{w} x{c}" for w, c in words.most_common(n)) or "none"
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def card(record, ev, size) -> str:
     cfg, st = record["config"], record["settings"]
     english, french = record["corpus"]["english"], record["corpus"]["french"]
+    command, weights, valid = record["command"], record["weights"], record["valid_decoding"]
+    chosen, lsg, darby = ev["chosen"], french[0], french[1]
     lines = [
         "# Model card: the shipped English-to-French Transformer",
         "",
-        "Written by `tools/export_pretrained.py` from the run's own record; every number below is",
-        "measured, none typed by hand. Loaded by `transformer_lit.pretrained.load_pretrained()`.",
+        "Written by `tools/export_pretrained.py` from the run's own record and the model's",
+        "translations; every number below is measured, none typed by hand. Loaded by",
+        "`transformer_lit.pretrained.load_pretrained()`; chapter 09d explains the measures.",
         "",
         "## What it is",
         f"- The encoder-decoder Transformer of this book, preset `{record['preset']}`: "
@@ -166,39 +304,180 @@ def card(record, command, valid, chosen, test, samples, size, weights) -> str:
     lines += [f"| {s:,} | {nll:.3f} |" for s, nll in shown]
     lines += [
         "",
-        "## Scores",
-        "Weights and decoding chosen on the validation books (greedy in float32 for the weights,",
-        "then greedy and beam search with the chosen weights in float16):",
+        "## Choices made on the validation books",
+        "Weights, then decoding (greedy in float32 for the weights, then greedy and beam search",
+        f"with the chosen weights in float16); BLEU against {VERSIONS[lsg].name} alone, and BLEU and",
+        "chrF against both French versions:",
         "",
-        "| validation | BLEU | chrF | BLEU vs LSG alone |",
+        f"| validation | BLEU vs {VERSIONS[lsg].name} | BLEU, 2 references | chrF, 2 references |",
         "|---|---:|---:|---:|",
     ]
-    lines += [f"| {n} | {s['bleu']:.1f} | {s['chrf']:.1f} | {s['bleu_single']:.1f} |" for n, s in valid.items()]
+    lines += [f"| {n} | {s['bleu_single']:.1f} | {s['bleu']:.1f} | {s['chrf']:.1f} |"
+              for n, s in valid.items()]
     lines += ["", f"Weights: {weights}; decoding: {chosen}."]
-    lines += [
-        "",
-        f"Test books, scored once with {chosen} ({test['sentences']} verses; references: "
-        f"{', '.join(VERSIONS[c].name for c in french)}):",
-        "",
-        "| test | BLEU | chrF | BLEU vs LSG alone |",
-        "|---|---:|---:|---:|",
-    ]
-    lines += [f"| {n} | {s['bleu']:.1f} | {s['chrf']:.1f} | "
-              f"{'-' if n.startswith('human') else format(s['bleu_single'], '.1f')} |"
-              for n, s in test.items() if isinstance(s, dict)]
-    lines += ["", f"sacrebleu signatures: `{test['model']['bleu_signature']}`, "
-              f"`{test['model']['chrf_signature']}`. A human row scores one French version against the "
-              "other(s), with one reference: it shows how differently two faithful translations word a verse.",
-              "", "## Samples (test books, chosen at random with seed 0)", ""]
-    for s in samples:
+    lines += card_test(ev, lsg, darby) + card_failures(ev, lsg, darby) + card_modern(ev)
+    lines += card_ladder()
+    lines += ["", "## Samples (test books: held out of training; chosen at random with seed 0)", ""]
+    for s in record["samples"]:
         lines += [f"- **{s['ref']}** {s['en']}", f"  - model: {s['model']}",
                   *[f"  - {VERSIONS[c].name}: {s[c]}" for c in french]]
-    lines += ["", "## Known limits",
-              "- Trained on Bible text only: modern vocabulary and style are out of its domain.",
-              "- Small model, short training on a CPU; see the validation curve for whether it had "
-              "stopped improving.",
-              "- The French is that of 1885-1910 translations (tutoiement of God, passé simple).", ""]
-    return "\n".join(lines)
+    lines += card_limits(record, ev, lsg)
+    return "\n".join(lines) + "\n"
+
+
+def card_test(ev, lsg, darby) -> list[str]:
+    table, chosen = ev["like_for_like"], ev["chosen"]
+    model = f"model, {chosen}"
+    human_l, human_d = table[lsg][f"human: {darby}"], table[darby][f"human: {lsg}"]
+    lines = [
+        "", "## Test books, like for like",
+        f"Scored once, {ev['sentences']} verses, source WEB. A human translation can only be scored "
+        "against the other French version, so the like-for-like table uses one reference at a "
+        "time, and every row beside the human row uses the same one:", "",
+        "| reference | system | BLEU | chrF |", "|---|---|---:|---:|",
+    ]
+    for ref, human in ((lsg, darby), (darby, lsg)):
+        rows = [(f"human: {VERSIONS[human].name}", table[ref][f"human: {human}"])]
+        rows += [(n, s) for n, s in table[ref].items() if not n.startswith("human")]
+        lines += [f"| {VERSIONS[ref].name} | {n} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for n, s in rows]
+    share_l = table[lsg][model]["bleu"] / human_l["bleu"]
+    share_d = table[darby][model]["bleu"] / human_d["bleu"]
+    lines += ["", f"Against {VERSIONS[lsg].name} alone the model ({chosen}) reaches {pct(share_l)} of "
+              f"the BLEU of a human translation ({table[lsg][model]['bleu']:.1f} against "
+              f"{human_l['bleu']:.1f}); against {VERSIONS[darby].name} alone, {pct(share_d)} "
+              f"({table[darby][model]['bleu']:.1f} against {human_d['bleu']:.1f}).", "",
+              f"sacrebleu signatures: `{human_l['bleu_signature']}`, `{human_l['chrf_signature']}`.",
+              "", "With both French versions as references (no human row: the corpus has no third "
+              "French version to score a human translation against two):", "",
+              "| system | BLEU, 2 references | chrF, 2 references |", "|---|---:|---:|"]
+    multi = ev["every_reference"]
+    lines += [f"| {n} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for n, s in multi.items()]
+    lines += ["", f"sacrebleu signatures: `{multi[model]['bleu_signature']}`, "
+              f"`{multi[model]['chrf_signature']}`."]
+    return lines
+
+
+def card_failures(ev, lsg, darby) -> list[str]:
+    low, high = LENGTH_BAND
+    f = ev["failures"]
+    lines = [
+        "", "## How it fails (test books)",
+        "Share of outputs with an English word copied from the source that no French version "
+        "uses (an untranslated word); with a loop (a word pair repeated within four tokens, "
+        f"more often than in the reference); with a length outside {low:.2f}-{high:.2f} times "
+        "the reference's; and the share of names written in no form the corpus uses (among "
+        "the source's names that the reference writes). Reference: "
+        f"{VERSIONS[lsg].name}; the human row is {VERSIONS[darby].name} measured the same way.", "",
+        "| outputs | untranslated word | loop | length | names wrong (checked) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [f"| {n} | {pct(r['untranslated'])} | {pct(r['loop'])} | {pct(r['length'])} | "
+              f"{pct(r['names'])} ({r['names_checked']}) |" for n, r in f.items()]
+    model = f[f"model, {ev['chosen']}"]
+    t = ev["test_samples"]
+    lines += ["", "One example of each, from the model:", ""]
+    for kind, label in (("untranslated", "untranslated word"), ("loop", "loop"),
+                        ("length", "length")):
+        if model["examples"][kind]:
+            # the loop with the most repeated pairs; else the first example
+            i = max(model["examples"][kind], key=lambda i: (kind == "loop") * len(
+                repeated_ngrams(t["hyps"][i], [t["refs"][lsg][i]])))
+            lines += [f"- {label}: *{t['sources'][i]}* -> {t['hyps'][i]}"]
+    return lines
+
+
+def card_modern(ev) -> list[str]:
+    lines = ["", "## Out of domain: modern sentences",
+             f"{len(ev['modern_samples'])} everyday, news and technology sentences written for this "
+             "project with one French reference each (`transformer_lit/data_files/modern_en_fr.tsv`, "
+             "CC BY 4.0):", "", "| system (one reference) | BLEU | chrF |", "|---|---:|---:|"]
+    lines += [f"| {n} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for n, s in ev["modern"].items()]
+    model = f"model, {ev['chosen']}"
+    lsg = next(iter(ev["like_for_like"]))
+    t = ev["like_for_like"][lsg][model]
+    lines += [f"| for comparison: test books, {model}, against {VERSIONS[lsg].name} alone | "
+              f"{t['bleu']:.1f} | {t['chrf']:.1f} |"]
+    r = ev["modern_failures"]
+    lines += ["", f"Outputs with an untranslated word: {pct(r['untranslated'])}; with a loop: "
+              f"{pct(r['loop'])}; with a length far from the reference's: {pct(r['length'])}.", "",
+              "Samples (every fifth sentence of the set, and the first):", ""]
+    for i, (p, hyp) in enumerate(ev["modern_samples"]):
+        if i % 5 == 0:
+            lines += [f"- ({p.domain}) {p.en}", f"  - model: {hyp}", f"  - reference: {p.fr}"]
+    return lines
+
+
+def digest_of(record) -> str:
+    return record.get("_digest", "")
+
+
+def no_repeat_note(digest: str) -> str:
+    "What benchmarks/no_repeat.py measured for this model, if it did."
+    path = ROOT / "transformer_lit" / "results" / "no_repeat_cpu.json"
+    r = json.loads(path.read_text()) if path.exists() else {}
+    if r.get("model_sha256") != digest:
+        return ""
+    n = r["chosen_n"]
+    plain, fixed = r["test"]["greedy"], r["test"][f"greedy, no repeated {n}-gram"]
+    return (f" Forbidding the decoder to repeat an n-gram of pieces (n = {n}, chosen on the "
+            f"validation books; `benchmarks/no_repeat.py`) moves the greedy test BLEU against "
+            f"Louis Segond from {plain['bleu_single']:.1f} to {fixed['bleu_single']:.1f} and "
+            f"the loop rate from "
+            f"{pct(plain['loop'])} to {pct(fixed['loop'])}: loops are a symptom, not what "
+            "holds the score down.")
+
+
+def card_ladder() -> list[str]:
+    "The ladder of benchmarks/ladder.py, when it is complete."
+    path = ROOT / "transformer_lit" / "results" / "ladder_cpu.json"
+    ladder = json.loads(path.read_text()) if path.exists() else {}
+    rungs = ladder.get("rungs", {})
+    if set(rungs) != {"1", "2", "3", "4", "5", "6"}:
+        return []
+    lines = ["", "## Where its score comes from (validation books)",
+             "From chapter 09's live run to this model, one change at a time "
+             "(`benchmarks/ladder.py`; greedy unless the rung says beam; rungs 1-3 trained on "
+             f"{rungs['1']['device']}):", "",
+             "| rung | BLEU vs LSG | BLEU, 2 refs | chrF, 2 refs | steps | target tokens | "
+             "minutes |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for k in sorted(rungs, key=int):
+        r = rungs[k]
+        lines.append(f"| {k}. {r['name']} | {r['valid']['bleu_single']:.1f} | "
+                     f"{r['valid']['bleu']:.1f} | {r['valid']['chrf']:.1f} | {r['steps']:,} | "
+                     f"{r['target_tokens'] / 1e6:.1f}M | {r['wall_minutes']:.0f} |")
+    return lines
+
+
+def card_limits(record, ev, lsg) -> list[str]:
+    f = ev["failures"][f"model, {ev['chosen']}"]
+    human = next(r for n, r in ev["failures"].items() if n.startswith("human"))
+    m = ev["modern"][f"model, {ev['chosen']}"]
+    t = ev["like_for_like"][lsg][f"model, {ev['chosen']}"]
+    (s0, nll0), (s1, nll1) = record["valid_log"][-4], record["valid_log"][-1]
+    return [
+        "", "## Known limits",
+        f"- **Out of domain it fails.** Trained on Bible text only: on the modern sentences it scores "
+        f"BLEU {m['bleu']:.1f} (chrF {m['chrf']:.1f}) against {t['bleu']:.1f} (chrF {t['chrf']:.1f}) "
+        f"on the test books, both with one reference; it renders modern words with Biblical ones, "
+        f"and {pct(ev['modern_failures']['untranslated'])} of its modern outputs keep an English word "
+        f"({common(ev['modern_untranslated'])}).",
+        f"- **Untranslated words**: {pct(f['untranslated'])} of test outputs keep an English word "
+        f"of the source ({common(ev['untranslated'])}).",
+        f"- **Names**: {pct(f['names'])} of the checkable names are written in a form neither French "
+        f"version uses, against {pct(human['names'])} for the human translation (most often: "
+        f"{common(ev['wrong_names'])}).",
+        f"- **Loops**: {pct(f['loop'])} of test outputs repeat a word pair that the reference does "
+        f"not (greedy decoding: {pct(ev['failures']['model, greedy']['loop'])}; the human "
+        f"translation: {pct(human['loop'])}).{no_repeat_note(digest_of(record))}",
+        f"- **Length**: {pct(f['length'])} of test outputs are far shorter or longer than the "
+        "reference (dropped clauses, or repetitions).",
+        "- **Meaning**: the counters above do not see a fluent sentence that says something else; "
+        "the samples above show such errors, which only a reader (or a human rating) can count.",
+        f"- **Budget**: a small model trained on one CPU thread. The validation loss still fell by "
+        f"{nll0 - nll1:.3f} nats over its last {s1 - s0:,} steps ({s0:,} -> {s1:,}): it had not "
+        "stopped improving when its budget ran out.",
+        "- The French is that of 1885-1910 translations (tutoiement of God, passé simple).",
+    ]
 
 
 if __name__ == "__main__":
