@@ -47,7 +47,12 @@ from transformer_lit.fast import FastDecoder, fast_step
 from transformer_lit.inference import beam_search, greedy_decode, new_cache
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.pretrained import load_pretrained
-from transformer_lit.training import corpus_scores, load_checkpoint, model_from_checkpoint, save_checkpoint
+from transformer_lit.scoring import corpus_scores
+from transformer_lit.training import (
+    load_checkpoint,
+    model_from_checkpoint,
+    save_checkpoint,
+)
 
 CASES = (("greedy_b1", 1, 256, 1), ("greedy_b32", 32, 128, 1), ("beam4_b1", 1, 64, 4))
 SMOKE_CASES = (("greedy_b1", 1, 8, 1), ("greedy_b32", 4, 8, 1), ("beam4_b1", 1, 8, 4))

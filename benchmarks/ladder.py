@@ -36,10 +36,19 @@ from transformer_lit.inference import translate
 from transformer_lit.model import Transformer
 from transformer_lit.pretrained import load_pretrained, pretrained_record
 from transformer_lit.scoring import corpus_scores
-from transformer_lit.training import (BOOK_CPU_STEPS, average_state_dicts,
-                                      describe_device, fit, make_optimizer,
-                                      preset_config, preset_settings, preset_vocab_size,
-                                      save_checkpoint)
+from transformer_lit.recipe import (
+    BOOK_CPU_STEPS,
+    preset_config,
+    preset_settings,
+    preset_vocab_size,
+)
+from transformer_lit.training import (
+    average_state_dicts,
+    describe_device,
+    fit,
+    make_optimizer,
+    save_checkpoint,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "results" / "ladder_cpu.json"

@@ -19,8 +19,12 @@ import torch
 
 from transformer_lit.data import SubwordTokenizer, load_verses, reference_set, split_by_book
 from transformer_lit.inference import translate
-from transformer_lit.training import (corpus_scores, describe_device, load_checkpoint,
-                                      model_from_checkpoint)
+from transformer_lit.scoring import corpus_scores
+from transformer_lit.training import (
+    describe_device,
+    load_checkpoint,
+    model_from_checkpoint,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = {   # name -> options of `transformer-lit train` on top of the cpu preset

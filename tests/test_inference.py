@@ -11,7 +11,7 @@ from transformer_lit.data import train_tokenizer
 from transformer_lit.inference import (InputTruncatedWarning, KVCache, beam_search, decode_step, gnmt_length_penalty,
                                        greedy_decode, new_cache, translate)
 from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
-from transformer_lit.training import greedy_translate
+from transformer_lit.scoring import greedy_translate
 
 BOS, EOS = 1, 2
 

@@ -168,7 +168,7 @@ def test_the_ladder_results_are_complete_and_match_their_sources():
 
     from transformer_lit.data import ENGLISH_VERSIONS, FRENCH_VERSIONS
     from transformer_lit.pretrained import pretrained_record
-    from transformer_lit.training import BOOK_CPU_STEPS
+    from transformer_lit.recipe import BOOK_CPU_STEPS
 
     path = modern_path().parents[1] / "results" / "ladder_cpu.json"
     ladder = json.loads(path.read_text())

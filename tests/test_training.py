@@ -19,11 +19,11 @@ from transformer_lit.recipe import (
     preset_vocab_size,
     book_run,
 )
+from transformer_lit.scoring import bleu
 from transformer_lit.training import (
     CHECKPOINT_FORMAT,
     TrainState,
     average_state_dicts,
-    bleu,
     evaluate,
     fit,
     label_smoothing_loss,

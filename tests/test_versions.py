@@ -16,7 +16,7 @@ from transformer_lit import data
 from transformer_lit.data import (Pair, Verse, CorpusError, extract_pairs, extract_verses, load_verses,
                                   read_verses_tsv, reference_set, split_by_book, version_pairs,
                                   write_verses_tsv)
-from transformer_lit.training import corpus_scores
+from transformer_lit.scoring import corpus_scores
 
 # version -> {(book, chapter, verse): raw text}
 RAW = {

@@ -47,10 +47,10 @@ from transformer_lit.recipe import (
     preset_settings,
     preset_vocab_size,
 )
+from .scoring import corpus_scores
 from transformer_lit.training import (
     TrainState,
     average_state_dicts,
-    corpus_scores,
     describe_device,
     finish_run,
     fit,

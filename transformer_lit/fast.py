@@ -33,9 +33,9 @@ if TYPE_CHECKING:  # for annotations only: the cache is chapter 10's
     from transformer_lit.inference import KVCache
 
 # %% auto #0
-__all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'Rows', 'rows_of', 'to_grid',
-           'from_grid', 'packed_attention', 'packed_ffn', 'packed_decoder_states', 'OneDNNLinear', 'linear',
-           'onednn_available', 'use_onednn_products', 'check_onednn', 'onednn_measured_faster', 'fast_loss', 'Affine',
+__all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'OneDNNLinear', 'linear',
+           'onednn_available', 'use_onednn_products', 'check_onednn', 'onednn_measured_faster', 'Rows', 'rows_of',
+           'to_grid', 'from_grid', 'packed_attention', 'packed_ffn', 'packed_decoder_states', 'fast_loss', 'Affine',
            'use_onednn', 'FastDecoder', 'fast_step']
 
 # %% ../nbs/12_speed.ipynb #d183e068
@@ -71,7 +71,7 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         grad.scatter_add_(
             1, target[:, None], at_target.to(grad.dtype).expand(len(target), 1)
         )
-        grad.mul_((keep / n).to(grad.dtype)[:, None])  # padded rows: 0
+        grad.mul_((keep.to(grad.dtype) / n)[:, None])  # padded rows: 0; in grad's dtype
         return grad.to(ctx.dtype), None, None, None
 
 
@@ -90,6 +90,188 @@ def smoothed_cross_entropy(
     return SmoothedCrossEntropy.apply(
         logits.flatten(0, -2), target.flatten(), smoothing, pad_id
     )
+
+# %% ../nbs/12_speed.ipynb #17619ea5
+# rows rounded up to a multiple of this: one kernel serves 64 values of N
+ONEDNN_ROWS = 64
+
+
+def _onednn_product(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    "x (M, in) @ weight^T (in, out) [+ bias (out,)] -> (M, out), by oneDNN (float32)."
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+
+
+def _pad_rows(x: Tensor, rows: int) -> Tensor:
+    "x (N, C) -> (rows, C): rows of zeros appended (x itself, contiguous, if N = rows)."
+    if x.shape[0] == rows:
+        return x.contiguous()
+    return torch.cat([x, x.new_zeros(rows - x.shape[0], x.shape[1])])
+
+
+class OneDNNLinear(torch.autograd.Function):
+    """F.linear(x, weight, bias) for rows x (N, in), weight (out, in), bias (out,) or
+    None -> (N, out), forward and backward by oneDNN's product (float32, CPU)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        N = x.shape[0]
+        xp = _pad_rows(x, -(-N // ONEDNN_ROWS) * ONEDNN_ROWS)  # (M, in), M >= N
+        ctx.save_for_backward(xp, weight)
+        ctx.N, ctx.has_bias = N, bias is not None
+        return _onednn_product(xp, weight, bias)[:N]  # (M, out) -> (N, out)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        xp, weight = ctx.saved_tensors
+        gp = _pad_rows(grad, xp.shape[0])  # (M, out): zero rows add nothing
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:  # (M, out) @ (out, in) -> (N, in)
+            dx = _onednn_product(gp, weight.t(), None)[: ctx.N]
+        if ctx.needs_input_grad[1]:  # (out, M) @ (M, in) -> (out, in)
+            dw = _onednn_product(gp.t(), xp.t(), None)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            db = grad.sum(0)  # (out,)
+        return dx, dw, db
+
+
+# %% ../nbs/12_speed.ipynb #14641b02
+def linear(
+    x: Tensor, weight: Tensor, bias: Tensor | None = None, onednn: bool = False
+) -> Tensor:
+    "F.linear of rows x (N, in) -> (N, out); by OneDNNLinear when onednn."
+    if onednn and x.shape[0] > 0:  # no rows: nothing for oneDNN to compute
+        return OneDNNLinear.apply(x, weight, bias)
+    return F.linear(x, weight, bias)
+
+
+@cache
+def onednn_available() -> bool:
+    """Whether this PyTorch has oneDNN and the product OneDNNLinear calls, and it agrees
+    with F.linear (an internal operator: checked once, on a tiny product)."""
+    if not torch.backends.mkldnn.is_available():
+        return False
+    try:
+        x, w = torch.arange(6.0).view(2, 3), torch.ones(4, 3)
+        return torch.equal(_onednn_product(x, w, None), F.linear(x, w))
+    except (AttributeError, RuntimeError, TypeError):  # absent, or a new signature
+        return False
+
+
+def use_onednn_products(model: nn.Module) -> bool:
+    """Whether the fast step multiplies by oneDNN: float32 weights on a CPU with
+    AVX-512, torch on one thread, oneDNN available, no autocast, and measured faster."""
+    p = next(model.parameters())
+    return (
+        p.device.type == "cpu"
+        and p.dtype == torch.float32
+        and torch.backends.cpu.get_cpu_capability() == "AVX512"
+        and torch.get_num_threads() == 1
+        and onednn_available()
+        and not torch.is_autocast_enabled("cpu")
+        and onednn_measured_faster("train")
+    )
+
+
+def check_onednn(model: nn.Module, onednn: bool | None) -> bool:
+    "onednn, or use_onednn_products(model) if None; ValueError where it cannot run."
+    if onednn is None:
+        return use_onednn_products(model)
+    if not isinstance(onednn, bool):
+        raise ValueError(f"onednn must be True, False or None, got {onednn!r}")
+    p = next(model.parameters())
+    if onednn and (p.device.type != "cpu" or p.dtype != torch.float32):
+        raise ValueError(
+            f"onednn=True needs float32 weights on the CPU, got {p.dtype} on {p.device}"
+        )
+    if onednn and not onednn_available():
+        raise ValueError("onednn=True needs a PyTorch built with oneDNN (mkldnn)")
+    return onednn
+
+# %% ../nbs/12_speed.ipynb #c8162e07
+def _cpu_key() -> str:
+    "What names this processor and PyTorch: the measured choices are kept under it."
+    fields = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("vendor_id", "cpu family", "model", "model name"):
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    cpu = " / ".join(fields.values()) or os.uname().machine
+    return (
+        f"{cpu} | torch {torch.__version__} | {torch.backends.cpu.get_cpu_capability()}"
+    )
+
+
+def _seconds(*fns: Callable[[], object], repeats: int = 7) -> list[float]:
+    """Median wall time of each fn over repeats rounds, the calls interleaved so that a
+    busy spell of the machine hits all of them (after two rounds that warm them up)."""
+    times: list[list[float]] = [[] for _ in fns]
+    for round_ in range(repeats + 2):
+        for fn, kept in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            if round_ >= 2:
+                kept.append(time.perf_counter() - start)
+    return [sorted(kept)[repeats // 2] for kept in times]
+
+# %% ../nbs/12_speed.ipynb #4e3cc8e2
+def _time_products(kind: str) -> dict[str, float]:
+    """Seconds of one typical product by F.linear / addmm and by oneDNN on one thread:
+    kind 'train' (forward and backward, 1,024 rows) or 'decode' (32 rows, reordered)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        g = torch.Generator().manual_seed(0)
+        w = torch.randn(1024, 256, generator=g, requires_grad=kind == "train")
+        if kind == "train":
+            x = torch.randn(1024, 256, generator=g, requires_grad=True)
+            dy = torch.randn(1024, 1024, generator=g)
+            run = lambda onednn: linear(x, w, None, onednn).backward(dy)
+        else:
+            x, b = torch.randn(32, 256, generator=g), torch.zeros(1024)
+            packed = {k: _pack(w, b, 32, k) for k in (False, True)}
+            run = lambda onednn: _affine(packed[onednn], x)
+        plain, onednn = _seconds(lambda: run(False), lambda: run(True))
+        return {"plain": plain, "onednn": onednn}
+    finally:
+        torch.set_num_threads(threads)
+
+# %% ../nbs/12_speed.ipynb #040a5585
+MEASURED_FILE = "products.json"  # in cache_dir(): {cpu key: {kind: times}}
+
+
+@cache
+def onednn_measured_faster(kind: str) -> bool:
+    """Whether oneDNN's products took at most 0.9 of the plain ones' time on this CPU
+    (kind 'train' or 'decode'): measured once per CPU and PyTorch, kept in the cache."""
+    if kind not in ("train", "decode"):
+        raise ValueError(f"kind must be 'train' or 'decode', got {kind!r}")
+    if not onednn_available():
+        return False
+    key = _cpu_key()
+    try:
+        path = cache_dir() / MEASURED_FILE
+        known = json.loads(path.read_text())
+    except CorpusError:  # the cache folder is a file: measure, keep nothing
+        path, known = None, {}
+    except (OSError, ValueError):  # none yet, or unreadable: measure
+        known = {}
+    times = known.get(key, {}).get(kind)
+    if not isinstance(times, dict) or not {"plain", "onednn"} <= times.keys():
+        times = _time_products(kind)
+        known.setdefault(key, {})[kind] = times
+        try:  # remembered where the cache can be written; measured again elsewhere
+            if path is None:
+                raise OSError("no cache folder")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(known, indent=1))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return times["onednn"] <= 0.9 * times["plain"]
 
 # %% ../nbs/12_speed.ipynb #600678c3
 class Rows(NamedTuple):
@@ -226,183 +408,6 @@ def packed_decoder_states(
     y = model.decoder.norm(y)  # (N_tgt, D)
     kept = keep[needed]  # which computed rows are kept, (N_tgt,)
     return y if bool(kept.all()) else y[kept]
-
-# %% ../nbs/12_speed.ipynb #17619ea5
-# rows rounded up to a multiple of this: one kernel serves 64 values of N
-ONEDNN_ROWS = 64
-
-
-def _onednn_product(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    "x (M, in) @ weight^T (in, out) [+ bias (out,)] -> (M, out), by oneDNN (float32)."
-    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
-
-
-def _pad_rows(x: Tensor, rows: int) -> Tensor:
-    "x (N, C) -> (rows, C): rows of zeros appended (x itself, contiguous, if N = rows)."
-    if x.shape[0] == rows:
-        return x.contiguous()
-    return torch.cat([x, x.new_zeros(rows - x.shape[0], x.shape[1])])
-
-
-class OneDNNLinear(torch.autograd.Function):
-    """F.linear(x, weight, bias) for rows x (N, in), weight (out, in), bias (out,) or
-    None -> (N, out), forward and backward by oneDNN's product (float32, CPU)."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        N = x.shape[0]
-        xp = _pad_rows(x, -(-N // ONEDNN_ROWS) * ONEDNN_ROWS)  # (M, in), M >= N
-        ctx.save_for_backward(xp, weight)
-        ctx.N, ctx.has_bias = N, bias is not None
-        return _onednn_product(xp, weight, bias)[:N]  # (M, out) -> (N, out)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        xp, weight = ctx.saved_tensors
-        gp = _pad_rows(grad, xp.shape[0])  # (M, out): zero rows add nothing
-        dx = dw = db = None
-        if ctx.needs_input_grad[0]:  # (M, out) @ (out, in) -> (N, in)
-            dx = _onednn_product(gp, weight.t(), None)[: ctx.N]
-        if ctx.needs_input_grad[1]:  # (out, M) @ (M, in) -> (out, in)
-            dw = _onednn_product(gp.t(), xp.t(), None)
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            db = grad.sum(0)  # (out,)
-        return dx, dw, db
-
-
-# %% ../nbs/12_speed.ipynb #14641b02
-def linear(
-    x: Tensor, weight: Tensor, bias: Tensor | None = None, onednn: bool = False
-) -> Tensor:
-    "F.linear of rows x (N, in) -> (N, out); by OneDNNLinear when onednn."
-    if onednn and x.shape[0] > 0:  # no rows: nothing for oneDNN to compute
-        return OneDNNLinear.apply(x, weight, bias)
-    return F.linear(x, weight, bias)
-
-
-@cache
-def onednn_available() -> bool:
-    """Whether this PyTorch has oneDNN and the product OneDNNLinear calls, and it agrees
-    with F.linear (an internal operator: checked once, on a tiny product)."""
-    if not torch.backends.mkldnn.is_available():
-        return False
-    try:
-        x, w = torch.arange(6.0).view(2, 3), torch.ones(4, 3)
-        return torch.equal(_onednn_product(x, w, None), F.linear(x, w))
-    except (AttributeError, RuntimeError, TypeError):  # absent, or a new signature
-        return False
-
-
-def use_onednn_products(model: nn.Module) -> bool:
-    """Whether the fast step multiplies by oneDNN: float32 weights on a CPU with
-    AVX-512, torch on one thread, oneDNN available, no autocast, and measured faster."""
-    p = next(model.parameters())
-    return (
-        p.device.type == "cpu"
-        and p.dtype == torch.float32
-        and torch.backends.cpu.get_cpu_capability() == "AVX512"
-        and torch.get_num_threads() == 1
-        and onednn_available()
-        and not torch.is_autocast_enabled("cpu")
-        and onednn_measured_faster("train")
-    )
-
-
-def check_onednn(model: nn.Module, onednn: bool | None) -> bool:
-    "onednn, or use_onednn_products(model) if None; ValueError where it cannot run."
-    if onednn is None:
-        return use_onednn_products(model)
-    if not isinstance(onednn, bool):
-        raise ValueError(f"onednn must be True, False or None, got {onednn!r}")
-    p = next(model.parameters())
-    if onednn and (p.device.type != "cpu" or p.dtype != torch.float32):
-        raise ValueError(
-            f"onednn=True needs float32 weights on the CPU, got {p.dtype} on {p.device}"
-        )
-    if onednn and not onednn_available():
-        raise ValueError("onednn=True needs a PyTorch built with oneDNN (mkldnn)")
-    return onednn
-
-# %% ../nbs/12_speed.ipynb #c8162e07
-def _cpu_key() -> str:
-    "What names this processor and PyTorch: the measured choices are kept under it."
-    fields = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() in ("vendor_id", "cpu family", "model", "model name"):
-                fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
-    cpu = " / ".join(fields.values()) or os.uname().machine
-    return f"{cpu} | torch {torch.__version__} | {torch.backends.cpu.get_cpu_capability()}"
-
-
-def _seconds(fn: Callable[[], object], repeats: int = 7) -> float:
-    "Median wall time of fn over repeats calls, after two that warm it up."
-    fn(), fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[repeats // 2]
-
-# %% ../nbs/12_speed.ipynb #4e3cc8e2
-def _time_products(kind: str) -> dict[str, float]:
-    """Seconds of one typical product by F.linear / addmm and by oneDNN on one thread:
-    kind 'train' (forward and backward, 1,024 rows) or 'decode' (32 rows, reordered)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        g = torch.Generator().manual_seed(0)
-        w = torch.randn(1024, 256, generator=g, requires_grad=kind == "train")
-        if kind == "train":
-            x = torch.randn(1024, 256, generator=g, requires_grad=True)
-            dy = torch.randn(1024, 1024, generator=g)
-            run = lambda onednn: linear(x, w, None, onednn).backward(dy)
-        else:
-            x, b = torch.randn(32, 256, generator=g), torch.zeros(1024)
-            packed = {k: _pack(w, b, 32, k) for k in (False, True)}
-            run = lambda onednn: _affine(packed[onednn], x)
-        return {"plain": _seconds(lambda: run(False)), "onednn": _seconds(lambda: run(True))}
-    finally:
-        torch.set_num_threads(threads)
-
-# %% ../nbs/12_speed.ipynb #040a5585
-MEASURED_FILE = "products.json"  # in cache_dir(): {cpu key: {kind: times}}
-
-
-@cache
-def onednn_measured_faster(kind: str) -> bool:
-    """Whether oneDNN's products took at most 0.9 of the plain ones' time on this CPU
-    (kind 'train' or 'decode'): measured once per CPU and PyTorch, kept in the cache."""
-    if kind not in ("train", "decode"):
-        raise ValueError(f"kind must be 'train' or 'decode', got {kind!r}")
-    if not onednn_available():
-        return False
-    key = _cpu_key()
-    try:
-        path = cache_dir() / MEASURED_FILE
-        known = json.loads(path.read_text())
-    except CorpusError:  # the cache folder is a file: measure, keep nothing
-        path, known = None, {}
-    except (OSError, ValueError):  # none yet, or unreadable: measure
-        known = {}
-    times = known.get(key, {}).get(kind)
-    if not isinstance(times, dict) or not {"plain", "onednn"} <= times.keys():
-        times = _time_products(kind)
-        known.setdefault(key, {})[kind] = times
-        try:  # remembered where the cache can be written; measured again elsewhere
-            if path is None:
-                raise OSError("no cache folder")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(known, indent=1))
-            os.replace(tmp, path)
-        except OSError:
-            pass
-    return times["onednn"] <= 0.9 * times["plain"]
 
 # %% ../nbs/12_speed.ipynb #715d6af3
 def fast_loss(

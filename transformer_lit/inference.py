@@ -18,7 +18,7 @@ from .data import BOS_ID, EOS_ID, SubwordTokenizer
 from .fast import FastDecoder, fast_step
 from .masking import padding_mask
 from .model import Transformer, _check_new_tokens, greedy_decode_uncached
-from .training import translate_batched
+from .scoring import translate_batched
 
 # %% auto #0
 __all__ = ['KVCache', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'InputTruncatedWarning',

@@ -29,7 +29,7 @@ from transformer_lit.data import (
 )
 from .model import Transformer, greedy_decode_uncached
 # the two helpers every decoding loop needs: bf16 autocast on GPUs, the attention policy
-from .training import attention_policy, autocast_for
+from .recipe import attention_policy, autocast_for
 
 # %% auto #0
 __all__ = ['DecodeFn', 'LENGTH_BAND', 'MODERN_FILE', 'MODERN_HEADER', 'translate_batched', 'greedy_translate', 'bleu',

@@ -68,8 +68,9 @@ def label_smoothing_loss(
         )
     if not 0.0 <= smoothing < 1.0:
         raise ValueError(f"smoothing must lie in [0, 1), got {smoothing}")
-    # (..., V) -> (N, V), float32
-    logp = F.log_softmax(logits.float(), dim=-1).flatten(0, -2)
+    # (..., V) -> (N, V), in float32 at least (bf16 logits are too coarse)
+    wide = torch.promote_types(logits.dtype, torch.float32)
+    logp = F.log_softmax(logits.to(wide), dim=-1).flatten(0, -2)
     target = target.flatten()  # (...) -> (N,)
     nll = -logp.gather(1, target[:, None]).squeeze(1)  # -log p(y), (N,)
     spread = -logp.mean(dim=1)  # -(1/V) sum_k log p(k), (N,)
