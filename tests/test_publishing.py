@@ -152,3 +152,19 @@ def test_sync_repo_check_reports_a_stale_readme(tmp_path, capsys):
 def test_sync_repo_refuses_a_readme_without_its_blocks():
     with pytest.raises(ValueError, match="generated blocks"):
         sync_repo.sync_readme("# no markers here\n", sync_repo.repo_settings())
+
+
+def test_the_readme_scores_are_the_cards():
+    "Every number the README gives for the shipped model's quality is one the card computed."
+    import re
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    card = (root / "transformer_lit" / "pretrained" / "MODEL_CARD.md").read_text()
+    paragraph = readme[readme.index("**How good is it?**"):].split("\n\n")[0]
+    numbers = re.findall(r"\d+\.\d+%?", paragraph)
+    assert len(numbers) >= 6, numbers
+    for n in numbers:
+        assert n in card, f"README says {n}, which the model card does not"
+    from transformer_lit.scoring import load_modern_pairs
+    modern = len(load_modern_pairs())
+    assert f"On {modern} modern English sentences" in paragraph.replace("\n", " ")
