@@ -42,10 +42,10 @@ from transformer_lit.recipe import (
 )
 
 # %% auto #0
-__all__ = ['CHECKPOINT_FORMAT', 'DecodeFn', 'LossTerms', 'label_smoothing_loss', 'noam_lr', 'make_optimizer', 'train_step',
-           'evaluate', 'rng_states', 'restore_rng_states', 'check_plain_data', 'save_checkpoint', 'load_checkpoint',
+__all__ = ['CHECKPOINT_FORMAT', 'LossTerms', 'label_smoothing_loss', 'noam_lr', 'make_optimizer', 'train_step', 'evaluate',
+           'rng_states', 'restore_rng_states', 'check_plain_data', 'save_checkpoint', 'load_checkpoint',
            'model_from_checkpoint', 'average_state_dicts', 'TrainState', 'batch_stream', 'snapshot', 'finish_run',
-           'fit', 'translate_batched', 'greedy_translate', 'bleu', 'corpus_scores', 'describe_device', 'run_record']
+           'fit', 'describe_device', 'run_record']
 
 # %% ../nbs/09_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -515,106 +515,6 @@ def fit(
             saved_at = state.seconds
     bar.close()
     return finish_run(model, state, settings, valid_batches) if finish else state
-
-# %% ../nbs/09_training.ipynb #2797a901
-# (src (B, S), max_new_tokens) -> B rows, bos_id first
-DecodeFn = Callable[[Tensor, int], Sequence[Tensor]]
-
-
-@torch.no_grad()
-def translate_batched(
-    model: Transformer,
-    tokenizer: SubwordTokenizer,
-    sentences: Sequence[str],
-    decode: DecodeFn,
-    batch_size: int = 64,
-) -> list[str]:
-    """Encode sentences, decode them in batches of similar length, return the texts in
-    input order."""
-    if (
-        isinstance(batch_size, bool)
-        or not isinstance(batch_size, int)
-        or batch_size < 1
-    ):
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    device, max_len = next(model.parameters()).device, model.config.max_len
-    attention_policy(device)
-    # leave room for EOS
-    ids = [x[: max_len - 1] for x in tokenizer.encode(list(sentences))]
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    out: list[str] = [""] * len(ids)
-    model.eval()
-    for k in range(0, len(order), batch_size):
-        chunk = order[k : k + batch_size]
-        S = max(len(ids[i]) for i in chunk) + 1
-        src = torch.full((len(chunk), S), PAD_ID, dtype=torch.long)
-        for r, i in enumerate(chunk):
-            src[r, : len(ids[i]) + 1] = torch.tensor(ids[i] + [EOS_ID])
-        # per sentence
-        limit = [
-            min(max_len - 1, n + n // 2 + 10) for n in (len(ids[i]) + 1 for i in chunk)
-        ]
-        with autocast_for(device):
-            rows = decode(src.to(device), max(limit))
-        for r, i in enumerate(chunk):
-            # decode skips EOS and the padding after it
-            out[i] = tokenizer.decode(rows[r][1 : 1 + limit[r]])
-    return out
-
-
-def greedy_translate(
-    model: Transformer,
-    tokenizer: SubwordTokenizer,
-    sentences: Sequence[str],
-    batch_size: int = 64,
-) -> list[str]:
-    """Translate sentences with chapter 08's greedy_decode_uncached; texts in input
-    order."""
-    return translate_batched(
-        model,
-        tokenizer,
-        sentences,
-        lambda src, n: greedy_decode_uncached(model, src, n, BOS_ID, EOS_ID),
-        batch_size,
-    )
-
-# %% ../nbs/09_training.ipynb #4d949422
-def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """Corpus BLEU (0-100) of hypotheses against one reference each: sacrebleu's
-    defaults, 13a tokenization."""
-    if len(hypotheses) != len(references):
-        raise ValueError(
-            f"hypotheses and references must pair up, got {len(hypotheses)} and "
-                f"{len(references)}"
-        )
-    return sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score
-
-# %% ../nbs/09_training.ipynb #11613bf0
-def corpus_scores(
-    hypotheses: Sequence[str], references: dict[str, Sequence[str]]
-) -> dict[str, Any]:
-    """sacrebleu's BLEU and chrF against every reference stream at once, BLEU against
-    the first alone, and signatures."""
-    if not references or any(len(r) != len(hypotheses) for r in references.values()):
-        raise ValueError(
-            f"references must be one or more streams of {len(hypotheses)} "
-                f"sentences, got "
-            f"{ {k: len(r) for k, r in references.items()} }"
-        )
-    streams = [list(r) for r in references.values()]
-    multi_bleu, chrf, single = sacrebleu.BLEU(), sacrebleu.CHRF(), sacrebleu.BLEU()
-    scores = {
-        "bleu": multi_bleu.corpus_score(list(hypotheses), streams).score,
-        "chrf": chrf.corpus_score(list(hypotheses), streams).score,
-        "bleu_single": single.corpus_score(list(hypotheses), streams[:1]).score,
-    }
-    return {
-        **scores,
-        "single_reference": next(iter(references)),
-        "references": list(references),
-        "bleu_signature": str(multi_bleu.get_signature()),
-        "chrf_signature": str(chrf.get_signature()),
-    }
 
 # %% ../nbs/09_training.ipynb #511468fc
 def describe_device(device: torch.device) -> str:
