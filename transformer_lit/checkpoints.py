@@ -203,7 +203,7 @@ def checked_config(ckpt: dict[str, Any], weights: str = "model") -> TransformerC
     ):
         raise ValueError("its config asks for far more than the weights it holds")
     expected = _expected_shapes(config)
-    for name in expected.keys() | state.keys():
+    for name in [*expected, *(k for k in state if k not in expected)]:  # in order
         got = tuple(state[name].shape) if name in state else None
         if got != expected.get(name):
             raise ValueError(
