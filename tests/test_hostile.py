@@ -286,6 +286,16 @@ def test_out_of_memory_is_one_line(model_pt, capsys, monkeypatch):
                           "out of memory", "--beam", "--batch-size")
 
 
+def test_a_real_out_of_memory_is_one_line():
+    "The shipped model, 64 sentences, 500 beams, in 2.5 GiB of address space: torch's allocator fails."
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (5 * 2**29, 5 * 2**29))
+    lines = "The king said to his servants, Bring me the man who did this in the land of Egypt.\n" * 64
+    done = subprocess.run(COMMAND + ["translate", "--beam", "500", "--threads", "1"], input=lines,
+                          capture_output=True, text=True, env=env(), timeout=300, preexec_fn=limit)
+    one_line_error(done, "out of memory", "--beam", "--batch-size")
+
+
 def test_out_of_memory_in_training_is_one_line(cache, tmp_path, capsys, monkeypatch):
     def no_memory(*args, **kwargs):
         raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")
