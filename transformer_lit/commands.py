@@ -9,19 +9,20 @@ import argparse
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
 
 from .checkpoints import load_checkpoint
+from .corpus import VERSIONS
 from .data import SubwordTokenizer
 from .model import Transformer
 from .training import TrainState, attention_policy
 
 # %% auto #0
 __all__ = ['OPTION_NAMES', 'CliError', 'as_options', 'out_of_memory', 'pick_device', 'add_device_options', 'device_from_args',
-           'read_checkpoint', 'damaged', 'tokenizer_from', 'checked_state', 'load_optimizer']
+           'version_codes', 'read_checkpoint', 'damaged', 'tokenizer_from', 'checked_state', 'load_optimizer']
 
 # %% ../nbs/11a_commands.ipynb #7d7361c9
 class CliError(Exception):
@@ -98,6 +99,25 @@ def device_from_args(args: argparse.Namespace) -> torch.device:
     if threads is not None:
         torch.set_num_threads(threads)
     return device
+
+# %% ../nbs/11a_commands.ipynb #86ae44d1
+def version_codes(language: str) -> Callable[[str], tuple[str, ...]]:
+    "An argparse type: a comma-separated list of version codes of one language."
+    known = [c for c, v in VERSIONS.items() if v.language == language]
+
+    def parse(text: str) -> tuple[str, ...]:
+        codes = tuple(c.strip() for c in text.split(",") if c.strip())
+        if (
+            not codes
+            or any(c not in known for c in codes)
+            or len(set(codes)) < len(codes)
+        ):
+            raise argparse.ArgumentTypeError(
+                f"expected distinct codes from {','.join(known)}, got {text!r}"
+            )
+        return codes
+
+    return parse
 
 # %% ../nbs/11a_commands.ipynb #65022698
 def read_checkpoint(path: Path) -> dict:

@@ -24,7 +24,7 @@ from transformer_lit.checkpoints import (
 )
 from transformer_lit.commands import (
     CliError, add_device_options, as_options, checked_state, damaged, device_from_args,
-    load_optimizer, out_of_memory, read_checkpoint, tokenizer_from,
+    load_optimizer, out_of_memory, read_checkpoint, tokenizer_from, version_codes,
 )
 from transformer_lit.corpus import (
     ENGLISH_VERSIONS,
@@ -73,25 +73,6 @@ from transformer_lit.training import (
 __all__ = ['SEED_LIMIT', 'add_train_command', 'check_train_options', 'run_train']
 
 # %% ../nbs/11b_train_command.ipynb #4a1673fe
-def _versions(language: str) -> Callable[[str], tuple[str, ...]]:
-    "An argparse type: a comma-separated list of version codes of one language."
-    known = [c for c, v in VERSIONS.items() if v.language == language]
-
-    def parse(text: str) -> tuple[str, ...]:
-        codes = tuple(c.strip() for c in text.split(",") if c.strip())
-        if (
-            not codes
-            or any(c not in known for c in codes)
-            or len(set(codes)) < len(codes)
-        ):
-            raise argparse.ArgumentTypeError(
-                f"expected distinct codes from {','.join(known)}, got {text!r}"
-            )
-        return codes
-
-    return parse
-
-
 def add_train_command(commands: argparse._SubParsersAction) -> None:
     "The `train` subcommand and its options."
     p = commands.add_parser(
@@ -126,7 +107,7 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
     ):
         p.add_argument(
             f"--{language}",
-            type=_versions(language[:2]),
+            type=version_codes(language[:2]),
             default=codes,
             metavar="CODES",
             help=f"{language.title()} versions, {role} (default: %(default)s)",
