@@ -48,7 +48,7 @@ from transformer_lit.inference import beam_search, greedy_decode, new_cache
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.pretrained import load_pretrained
 from transformer_lit.scoring import corpus_scores
-from transformer_lit.training import (
+from transformer_lit.checkpoints import (
     load_checkpoint,
     model_from_checkpoint,
     save_checkpoint,

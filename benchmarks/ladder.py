@@ -42,13 +42,12 @@ from transformer_lit.recipe import (
     preset_settings,
     preset_vocab_size,
 )
-from transformer_lit.training import (
+from transformer_lit.checkpoints import (
     average_state_dicts,
     describe_device,
-    fit,
-    make_optimizer,
     save_checkpoint,
 )
+from transformer_lit.training import fit, make_optimizer
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "results" / "ladder_cpu.json"

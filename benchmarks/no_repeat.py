@@ -20,7 +20,7 @@ from transformer_lit.data import BOS_ID, EOS_ID, load_verses, reference_set, spl
 from transformer_lit.inference import decode_step, new_cache, translate
 from transformer_lit.pretrained import PRETRAINED_SHA256, load_pretrained
 from transformer_lit.scoring import corpus_scores, repeated_ngrams, translate_batched
-from transformer_lit.training import describe_device
+from transformer_lit.checkpoints import describe_device
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "results" / "no_repeat_cpu.json"

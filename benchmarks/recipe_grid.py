@@ -20,7 +20,7 @@ import torch
 from transformer_lit.data import SubwordTokenizer, load_verses, reference_set, split_by_book
 from transformer_lit.inference import translate
 from transformer_lit.scoring import corpus_scores
-from transformer_lit.training import (
+from transformer_lit.checkpoints import (
     describe_device,
     load_checkpoint,
     model_from_checkpoint,

@@ -25,7 +25,7 @@ from transformer_lit.cli import main as transformer_lit
 from transformer_lit.data import BOOKS, SubwordTokenizer, load_pairs, split_by_book
 from transformer_lit.inference import translate
 from transformer_lit.scoring import bleu, greedy_translate
-from transformer_lit.training import load_checkpoint, model_from_checkpoint
+from transformer_lit.checkpoints import load_checkpoint, model_from_checkpoint
 
 
 def main() -> None:

@@ -11,9 +11,10 @@ import pytest
 import torch
 
 import transformer_lit.cli as cli
+import transformer_lit.train_command as train_command
 from transformer_lit.data import Verse, train_tokenizer
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.training import load_checkpoint, save_checkpoint
+from transformer_lit.checkpoints import load_checkpoint, save_checkpoint
 
 ENGLISH = ["In the beginning God created the heavens and the earth.", "The earth was formless and empty.",
            "God said, Let there be light, and there was light.", "God saw the light, and saw that it was good.",
@@ -148,7 +149,7 @@ def fake_corpus(monkeypatch):
     verses = [Verse(book, 1, v, {"4": ENGLISH[v % 6], "k": ENGLISH[(v + 1) % 6], "3": ENGLISH[v % 6].upper(),
                                  "l": FRENCH[v % 6], "5": FRENCH[(v + 2) % 6]})
               for book in (1, 2, 17, 8) for v in range(1, 13)]
-    monkeypatch.setattr(cli, "load_verses", lambda: verses)
+    monkeypatch.setattr(train_command, "load_verses", lambda: verses)
 
 
 def test_train_needs_a_budget(tmp_path, capsys, fake_corpus):

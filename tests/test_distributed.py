@@ -13,7 +13,8 @@ from transformer_lit import data
 from transformer_lit.data import Batch, write_verses_tsv
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.runs import World, shard, world_from_env
-from transformer_lit.training import label_smoothing_loss, load_checkpoint
+from transformer_lit.checkpoints import load_checkpoint
+from transformer_lit.training import label_smoothing_loss
 
 from test_runs import TINY, VERSES   # the synthetic corpus and the tiny options
 

@@ -16,7 +16,7 @@ import transformer_lit.export as export
 from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, train_tokenizer
 from transformer_lit.inference import greedy_decode
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.training import save_checkpoint
+from transformer_lit.checkpoints import save_checkpoint
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="pip install -e '.[deploy]' installs ctranslate2")
 

@@ -20,7 +20,7 @@ FLOORS = {
     "fast": 6, "checkpoints": 6, "scoring": 6,
     "training": 7, "inference": 7, "pretrained": 7,
     "export": 8,
-    "cli_train": 9, "cli": 10,
+    "commands": 9, "train_command": 10, "cli": 11,
 }
 
 

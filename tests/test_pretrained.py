@@ -102,7 +102,7 @@ def test_no_code_runs_on_load_even_with_a_matching_digest(monkeypatch, tmp_path)
 
 def test_export_halves_the_weights_and_keeps_the_translations_close(shipped, tmp_path):
     model, tokenizer = shipped
-    from transformer_lit.training import save_checkpoint
+    from transformer_lit.checkpoints import save_checkpoint
     run = tmp_path / "run.pt"
     save_checkpoint(run, model, tokenizer=tokenizer.to_bytes(), record={"steps": 1})
     digest = export_pretrained(run, tmp_path / "out.pt", note="test")

@@ -18,8 +18,9 @@ import transformer_lit.cli as cli
 from transformer_lit import data
 from transformer_lit.data import Verse, encode_pairs, train_tokenizer, version_pairs, write_verses_tsv
 from transformer_lit.model import Transformer, TransformerConfig
+from transformer_lit.checkpoints import load_checkpoint
 from transformer_lit.recipe import TrainSettings
-from transformer_lit.training import fit, load_checkpoint, make_optimizer
+from transformer_lit.training import fit, make_optimizer
 
 from test_cli import ENGLISH, FRENCH   # the same six sentence pairs
 
@@ -91,7 +92,7 @@ def test_sigterm_saves_a_resumable_checkpoint_and_says_so(cache, tmp_path):
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 2 and stderr.count("\n") == 1, stderr
+    assert proc.returncode == 128 + signal.SIGTERM == 143 and stderr.count("\n") == 1, stderr
     assert "stopped by SIGTERM at step" in stderr and "checkpoint.pt" in stderr and "--resume" in stderr
     step = int(stderr.split("at step ")[1].split(";")[0])
     assert load_checkpoint(out / "checkpoint.pt")["state"]["step"] == step
@@ -141,15 +142,18 @@ def test_stale_temporary_files_are_cleaned(cache, tmp_path):
 
 
 @pytest.mark.parametrize("option, value, words", [
-    ("--lr-factor", "nan", ["lr_factor", "nan"]), ("--lr-factor", "-1", ["lr_factor"]),
+    ("--lr-factor", "nan", ["--lr-factor", "nan"]), ("--lr-factor", "-1", ["--lr-factor"]),
     ("--minutes", "nan", ["--minutes"]), ("--minutes", "-1", ["--minutes"]),
-    ("--label-smoothing", "1.5", ["label_smoothing"]), ("--dropout", "1.5", ["--dropout"]),
+    ("--label-smoothing", "1.5", ["--label-smoothing"]), ("--dropout", "1.5", ["--dropout"]),
+    ("--warmup", "0", ["--warmup"]), ("--max-tokens", "-3", ["--max-tokens"]),
     ("--english", "4,x", ["--english"]), ("--french", "", ["--french"])])
 def test_settings_that_cannot_train_are_refused(cache, tmp_path, option, value, words):
     done = train(*TINY, "--steps", "3", "--out", str(tmp_path / "run"), option, value)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     for w in words:
         assert w in done.stderr
+    assert "_" not in done.stderr.split("error: ")[1].split(" ")[0]   # an option, not a parameter name
+    assert not (tmp_path / "run").exists()   # refused before --out was touched
 
 
 def test_options_that_cannot_change_on_resume_are_refused(cache, tmp_path):

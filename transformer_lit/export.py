@@ -22,7 +22,7 @@ from .model import Transformer
 from .norms import LayerNorm
 from .positional import LearnedPositionalEncoding, PositionalEncoding
 from .pretrained import load_pretrained
-from .training import load_checkpoint, model_from_checkpoint
+from .checkpoints import load_checkpoint, model_from_checkpoint
 
 # %% auto #0
 __all__ = ['DEPLOY_EXTRA', 'require_ctranslate2', 'quantizations', 'check_quantization', 'transformer_spec', 'to_ctranslate2',

@@ -13,7 +13,7 @@ import torch
 
 from .data import SubwordTokenizer, sha256_of
 from .model import Transformer
-from transformer_lit.training import (
+from transformer_lit.checkpoints import (
     load_checkpoint,
     model_from_checkpoint,
     save_checkpoint,

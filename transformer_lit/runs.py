@@ -5,9 +5,15 @@
 # %% ../nbs/09b_runs.ipynb #1136bdab
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import glob
 import os
+import socket
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 import torch
@@ -18,7 +24,9 @@ from torch.nn.parallel import DistributedDataParallel
 T = TypeVar("T")
 
 # %% auto #0
-__all__ = ['T', 'World', 'world_from_env', 'start', 'stop', 'shard', 'any_rank', 'data_parallel']
+__all__ = ['T', 'RUN_FILES', 'LOCK_FILE', 'World', 'world_from_env', 'start', 'stop', 'shard', 'any_rank', 'data_parallel',
+           'FolderBusy', 'lock_folder', 'check_unlocked', 'unlock_folder', 'stale_temporary_files', 'RunFolderError',
+           'check_run_folder', 'take_run_folder', 'release_run_folder', 'clear_run']
 
 # %% ../nbs/09b_runs.ipynb #78c5c1c0
 @dataclass(frozen=True)
@@ -103,3 +111,134 @@ def data_parallel(model: nn.Module, world: World) -> nn.Module:
     return DistributedDataParallel(
         model, device_ids=[device.index] if device.type == "cuda" else None
     )
+
+# %% ../nbs/09b_runs.ipynb #edf11e51
+RUN_FILES = ("checkpoint.pt", "model.pt", "results.json")  # what a run writes
+LOCK_FILE = ".transformer-lit.lock"  # exists while a run holds the folder
+
+
+class FolderBusy(RuntimeError):
+    "Another process holds the lock of a run folder; the message names it."
+
+
+def lock_folder(folder: Path) -> int:
+    """Take folder's lock (flock on folder/LOCK_FILE, released when the process ends);
+    FolderBusy, naming the holder, if another process has it. Returns its fd."""
+    path = folder / LOCK_FILE
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 256, 0).decode("utf-8", "replace").strip()
+            os.close(fd)
+            raise FolderBusy(
+                f"{folder} is in use by {holder or 'another process'}"
+            ) from None
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break  # the file at path is the one we locked
+        os.close(fd)  # its holder removed it as we locked it: lock the new one
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+    return fd
+
+
+def check_unlocked(folder: Path) -> None:
+    "FolderBusy, naming the holder, if a process holds folder's lock; creates nothing."
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released by the close below
+    except BlockingIOError:
+        holder = os.pread(fd, 256, 0).decode("utf-8", "replace").strip()
+        raise FolderBusy(
+            f"{folder} is in use by {holder or 'another process'}"
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def unlock_folder(folder: Path, fd: int) -> None:
+    "Remove the lock file, then release the lock (lock_folder's loop covers the gap)."
+    (folder / LOCK_FILE).unlink(missing_ok=True)
+    os.close(fd)
+
+
+def stale_temporary_files(folder: Path) -> list[Path]:
+    "Temporary files that a killed save of RUN_FILES left in folder, and only those."
+    return [p for name in RUN_FILES for p in folder.glob(f".{glob.escape(name)}.*.tmp")]
+
+# %% ../nbs/09b_runs.ipynb #14df9182
+class RunFolderError(ValueError):
+    "A run folder that cannot be used as asked; the message says why and what to do."
+
+
+def _check_contents(folder: Path, resume: bool, force: bool) -> None:
+    "RunFolderError if folder holds a run not to be replaced, or (resume) holds none."
+    if resume and not (folder / "checkpoint.pt").is_file():
+        raise RunFolderError(
+            f"{folder} holds no checkpoint.pt: there is no run to resume"
+        )
+    held = [name for name in RUN_FILES if (folder / name).exists()]
+    if held and not resume and not force:
+        raise RunFolderError(
+            f"{folder} holds a run ({', '.join(held)}); add --resume to continue it or "
+            "--force to start again"
+        )
+
+
+def check_run_folder(folder: Path, resume: bool, force: bool) -> None:
+    """Refuse a folder that is a file, that a run in progress holds, that holds a run
+    not to be replaced, or (resume) that holds none; creates nothing."""
+    if folder.exists() and not folder.is_dir():
+        raise RunFolderError(f"{folder} is a file; give a folder")
+    try:
+        check_unlocked(folder)  # a run in progress is named before anything else
+    except FolderBusy as e:
+        raise RunFolderError(f"{e}; wait for it to end or give another folder") from e
+    except OSError:
+        pass  # a folder that cannot be read: take_run_folder says what is wrong
+    _check_contents(folder, resume, force)
+
+# %% ../nbs/09b_runs.ipynb #f5f0a35a
+def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path | None]:
+    """Create folder if missing, lock it, check it again under the lock and remove stale
+    temporary files; returns (lock fd, outermost folder created or None)."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = lock_folder(folder)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except FolderBusy as e:
+        raise RunFolderError(f"{e}; wait for it to end or give another folder") from e
+    except OSError as e:
+        raise RunFolderError(f"{folder} is not writable ({e.strerror})") from e
+    created = missing[-1] if missing else None
+    try:
+        _check_contents(folder, resume, force)  # a run may have written meanwhile
+    except RunFolderError:
+        release_run_folder(folder, fd, created)
+        raise
+    for stale in stale_temporary_files(folder):  # left by a save that was killed
+        stale.unlink(missing_ok=True)
+    return fd, created
+
+
+def release_run_folder(folder: Path, fd: int, created: Path | None) -> None:
+    "Unlock folder; if take_run_folder created it and nothing was written, remove it."
+    unlock_folder(folder, fd)
+    if created is not None and not any(folder.iterdir()):
+        for parent in (folder, *folder.parents):
+            parent.rmdir()
+            if parent == created:
+                break
+
+
+def clear_run(folder: Path) -> None:
+    "Remove the files of the run in folder (RUN_FILES), for a new run that replaces it."
+    for name in RUN_FILES:
+        (folder / name).unlink(missing_ok=True)

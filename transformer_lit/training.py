@@ -5,35 +5,20 @@
 # %% ../nbs/09_training.ipynb #70f2c82a
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import platform
-import random
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
-import sacrebleu
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from transformer_lit.data import (
-    BOS_ID,
-    EOS_ID,
-    PAD_ID,
-    Batch,
-    EncodedPair,
-    SubwordTokenizer,
-    make_batches,
-)
+from .data import PAD_ID, Batch, EncodedPair, make_batches
 from .fast import fast_loss
-from .model import Transformer, TransformerConfig, greedy_decode_uncached
+from .model import Transformer
 from transformer_lit.recipe import (
     TrainSettings,
     attention_policy,
@@ -42,10 +27,8 @@ from transformer_lit.recipe import (
 )
 
 # %% auto #0
-__all__ = ['CHECKPOINT_FORMAT', 'LossTerms', 'label_smoothing_loss', 'noam_lr', 'make_optimizer', 'train_step', 'evaluate',
-           'rng_states', 'restore_rng_states', 'check_plain_data', 'save_checkpoint', 'load_checkpoint',
-           'model_from_checkpoint', 'average_state_dicts', 'TrainState', 'batch_stream', 'snapshot', 'finish_run',
-           'fit', 'describe_device', 'run_record']
+__all__ = ['LossTerms', 'label_smoothing_loss', 'noam_lr', 'make_optimizer', 'train_step', 'evaluate', 'TrainState',
+           'batch_stream', 'snapshot', 'finish_run', 'fit']
 
 # %% ../nbs/09_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -185,138 +168,6 @@ def evaluate(model: Transformer, batches: Sequence[Batch], amp: bool = True) -> 
             "evaluate needs at least one target token; the batches are empty"
         )
     return total / count
-
-# %% ../nbs/09_training.ipynb #426314ed
-CHECKPOINT_FORMAT = "transformer-lit checkpoint v1"
-
-
-def rng_states() -> dict[str, Any]:
-    "The states of torch's CPU (and CUDA) generators and of Python's random module."
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
-    return {"torch": torch.get_rng_state(), "cuda": cuda, "python": random.getstate()}
-
-
-def restore_rng_states(states: dict[str, Any]) -> None:
-    "Put back the generator states saved by rng_states."
-    torch.set_rng_state(states["torch"])
-    if states["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
-    version, internal, gauss = states["python"]
-    random.setstate((version, tuple(internal), gauss))
-
-# %% ../nbs/09_training.ipynb #78a8756c
-_PLAIN = (str, int, float, bool, bytes, type(None), torch.dtype)
-
-
-def check_plain_data(value: Any, where: str = "checkpoint") -> None:
-    """Raise TypeError, naming the entry, unless value is tensors and plain data that
-    weights_only loading accepts."""
-    if isinstance(value, Tensor) or type(value) in _PLAIN:
-        return
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if type(k) not in _PLAIN:
-                raise TypeError(
-                    f"{where} has a key of type {type(k).__name__}; use str or int keys"
-                )
-            check_plain_data(v, f"{where}[{k!r}]")
-    elif type(value) in (list, tuple):
-        for i, v in enumerate(value):
-            check_plain_data(v, f"{where}[{i}]")
-    else:
-        raise TypeError(
-            f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which "
-            "torch.load(weights_only=True) refuses; store plain data (str, "
-                "numbers, lists, dicts, tensors)"
-        )
-
-# %% ../nbs/09_training.ipynb #ea022ae8
-def save_checkpoint(
-    path: str | Path,
-    model: Transformer,
-    optimizer: torch.optim.Optimizer | None = None,
-    **meta: Any,
-) -> Path:
-    """Write config, weights, optimizer, RNG states and meta (tensors/plain data only)
-    to path, atomically."""
-    reserved = {"format", "config", "model", "optimizer", "rng"} & meta.keys()
-    if reserved:
-        raise ValueError(f"meta must not use the reserved keys {sorted(reserved)}")
-    payload = {
-        "format": CHECKPOINT_FORMAT,
-        "config": asdict(model.config),
-        "model": model.state_dict(),
-        "optimizer": None if optimizer is None else optimizer.state_dict(),
-        "rng": rng_states(),
-        **meta,
-    }
-    check_plain_data(payload)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
-        # atomic: readers see the old file or the new one, never a mix
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-# %% ../nbs/09_training.ipynb #c45c148d
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a checkpoint written by save_checkpoint onto the CPU, with
-    torch.load(weights_only=True)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:
-        # torch's own message suggests weights_only=False, exactly what a file
-        # of unknown origin must not get
-        raise ValueError(
-            f"{path} is not a checkpoint that torch.load(weights_only=True) can read "
-            f"({type(e).__name__})"
-        ) from e
-    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} is not a {CHECKPOINT_FORMAT!r} file")
-    return ckpt
-
-
-def model_from_checkpoint(ckpt: dict[str, Any], weights: str = "model") -> Transformer:
-    """A Transformer built from ckpt['config'] holding ckpt[weights] (e.g. 'model' or
-    'averaged')."""
-    try:
-        model = Transformer(TransformerConfig(**ckpt["config"]))
-        model.load_state_dict(ckpt[weights])
-    except (KeyError, TypeError, ValueError, RuntimeError) as e:
-        raise ValueError(
-            f"checkpoint does not fit this version of the model: "
-            f"{str(e).splitlines()[0]}"
-        ) from e
-    return model
-
-# %% ../nbs/09_training.ipynb #0000b3b0
-def average_state_dicts(state_dicts: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
-    """The element-wise mean of several state dicts with the same keys and shapes
-    (§6.1), accumulated in float64."""
-    if not state_dicts:
-        raise ValueError("state_dicts must hold at least one state dict")
-    last = state_dicts[-1]
-    if any(sd.keys() != last.keys() for sd in state_dicts):
-        raise ValueError("state_dicts must all have the same keys")
-    average = {}
-    for name, value in last.items():
-        if value.is_floating_point():
-            total = sum(sd[name].to(torch.float64) for sd in state_dicts)
-            average[name] = (total / len(state_dicts)).to(value.dtype)
-        else:
-            average[name] = value.clone()
-    return average
 
 # %% ../nbs/09_training.ipynb #08c7a5c5
 @dataclass
@@ -515,38 +366,3 @@ def fit(
             saved_at = state.seconds
     bar.close()
     return finish_run(model, state, settings, valid_batches) if finish else state
-
-# %% ../nbs/09_training.ipynb #511468fc
-def describe_device(device: torch.device) -> str:
-    """A human-readable name for device: the GPU's name, or the CPU's model and torch's
-    thread count."""
-    if device.type == "cuda":
-        return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
-    model_name = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        names = [
-            line.split(":", 1)[1].strip()
-            for line in open("/proc/cpuinfo")
-            if line.startswith("model name")
-        ]
-        model_name = names[0] if names else model_name
-    return f"CPU: {model_name}, {torch.get_num_threads()} threads"
-
-
-def run_record(
-    device: torch.device,
-    preset: str,
-    config: TransformerConfig,
-    settings: TrainSettings,
-) -> dict[str, Any]:
-    """Device, versions, preset, model configuration and training settings of a run, as
-    plain data."""
-    return {
-        "device": describe_device(device),
-        "preset": preset,
-        "torch": str(torch.__version__),
-        "sacrebleu": sacrebleu.__version__,
-        "python": platform.python_version(),
-        "config": asdict(config),
-        "settings": asdict(settings),
-    }
