@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,9 +76,17 @@ def test_no_command_is_a_usage_error(capsys):
 
 # --- translate ------------------------------------------------------------------------------------
 
+def other_errors(err: str) -> list[str]:
+    "stderr lines besides the warnings that a translation reached its limit (a tiny model's)."
+    cut = re.compile(r"^transformer-lit translate: warning: (SENTENCE|line) \d+: its translation "
+                     r"reached the limit of \d+ tokens before the model ended it; it may be "
+                     r"incomplete$")
+    return [line for line in err.splitlines() if not cut.match(line)]
+
+
 def test_translate_arguments(checkpoint, capsys):
     status, out, err = run(["translate", "--checkpoint", str(checkpoint), "God said.", "The king said to Daniel."], capsys)
-    assert status == 0 and err == ""
+    assert status == 0 and not other_errors(err), err
     assert len(out.splitlines()) == 2
 
 
@@ -135,7 +144,7 @@ def test_translate_beam_and_no_cache(checkpoint, capsys):
     outputs = {}
     for options in ([], ["--no-cache"], ["--beam", "3"], ["--beam", "3", "--no-cache"], ["--beam", "1"]):
         status, out, err = run(["translate", "--checkpoint", str(checkpoint), *options, *sentences], capsys)
-        assert status == 0 and err == "" and len(out.splitlines()) == 4, err
+        assert status == 0 and not other_errors(err) and len(out.splitlines()) == 4, err
         outputs[" ".join(options)] = out
     assert outputs[""] == outputs["--no-cache"] == outputs["--beam 1"]    # the cache changes speed, not output
     assert outputs["--beam 3"] == outputs["--beam 3 --no-cache"]
@@ -164,7 +173,7 @@ def test_train_bad_setting(tmp_path, capsys, fake_corpus):
 def test_train_translate_resume(tmp_path, capsys, fake_corpus):
     base = ["train", "--preset", "tiny", "--out", str(tmp_path), "--quiet", "--vocab-size", "90", "--device", "cpu"]
     status, out, err = run(base + ["--steps", "6", "--bleu-sentences", "4"], capsys)
-    assert status == 0 and err == "", err
+    assert status == 0 and not other_errors(err), err
     assert {p.name for p in tmp_path.iterdir()} == {"checkpoint.pt", "model.pt", "results.json"}
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["steps"] == 6 and results["settings"]["max_steps"] == 6 and "device" in results
@@ -178,7 +187,7 @@ def test_train_translate_resume(tmp_path, capsys, fake_corpus):
 
     resume = ["train", "--out", str(tmp_path), "--quiet", "--device", "cpu", "--resume"]   # preset from the file
     status, out, err = run(resume + ["--steps", "9", "--bleu-sentences", "0"], capsys)
-    assert status == 0 and err == "", err
+    assert status == 0 and not other_errors(err), err
     assert load_checkpoint(tmp_path / "checkpoint.pt")["state"]["step"] == 9
     assert json.loads((tmp_path / "results.json").read_text())["preset"] == "tiny"
     assert "valid_scores" not in json.loads((tmp_path / "results.json").read_text())
@@ -271,7 +280,7 @@ def test_translate_warns_for_each_cut_line(checkpoint, capsys, monkeypatch):
     status, out, err = run(["translate", "--checkpoint", str(checkpoint), "--batch-size", "2"], capsys,
                            f"God said.\n\n{long}\nNaomi said.\n{long}\n", monkeypatch)
     assert status == 0 and len(out.split("\n")) == 6
-    warned = err.strip().splitlines()
+    warned = other_errors(err)
     assert len(warned) == 2 and "line 3 has" in warned[0] and "line 5 has" in warned[1], err
     status, _, err = run(["translate", "--checkpoint", str(checkpoint), "Hi.", long], capsys)
     assert status == 0 and "SENTENCE 2 has" in err

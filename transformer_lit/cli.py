@@ -18,7 +18,11 @@ import torch
 from .checkpoints import model_from_checkpoint
 from .corpus import CorpusError
 from .data import SubwordTokenizer
-from .inference import InputTruncatedWarning, translate
+from transformer_lit.inference import (
+    InputTruncatedWarning,
+    OutputTruncatedWarning,
+    translate,
+)
 from .model import Transformer
 from .pretrained import load_pretrained
 from transformer_lit.train_command import (
@@ -192,6 +196,11 @@ def warning_line(message: Warning, lines: list[int], name: str) -> str:
         text = (
             f"{name} {lines[index]} has {message.tokens} tokens; only the first "
             f"{message.limit} are translated"
+        )
+    elif isinstance(message, OutputTruncatedWarning):
+        text = (
+            f"{name} {lines[index]}: its translation reached the limit of "
+            f"{message.limit} tokens before the model ended it; it may be incomplete"
         )
     elif isinstance(index, int) and 0 <= index < len(lines):
         text = f"{name} {lines[index]}: {' '.join(str(message).split())}"
