@@ -21,7 +21,7 @@ from unittest import mock
 import torch
 
 from _common import write_result
-from transformer_lit import training
+from transformer_lit import fast
 from transformer_lit.data import load_verses, make_batches, split_by_book, version_pairs, encode_pairs
 from transformer_lit.model import Transformer
 from transformer_lit.pretrained import load_pretrained
@@ -45,9 +45,9 @@ def time_preset(preset: str, examples, n_batches: int, vocab: int) -> dict:
         order = list(sides) if i % 2 == 0 else list(sides)[::-1]
         for name in order:
             model, optimizer = sides[name]
-            with mock.patch.object(training, "use_onednn_products", lambda m, o=name == "onednn": o):
+            with mock.patch.object(fast, "use_onednn_products", lambda m, o=name == "onednn": o):
                 start = time.perf_counter()
-                train_step(model, batch, optimizer, 1e-4, settings)
+                train_step(model, batch, optimizer, 1e-4, settings, fast=True)
                 elapsed = time.perf_counter() - start
             if i >= 2:                       # the first two batches warm up
                 seconds[name].append(elapsed)
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--presets", nargs="+", default=["cpu", "small"])
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    if not training.onednn_available():
+    if not fast.onednn_available():
         raise SystemExit("this PyTorch has no oneDNN: nothing to compare")
     _, tokenizer = load_pretrained()
     train = split_by_book(version_pairs(load_verses()))["train"]
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
                        "(OneDNNLinear) against F.linear (MKL), interleaved batch by batch",
                "device_type": "cpu", "threads": torch.get_num_threads(),
                "capability": torch.backends.cpu.get_cpu_capability(),
-               "chosen_by_use_onednn_products": training.use_onednn_products(Transformer(preset_config("cpu", 100))),
+               "chosen_by_use_onednn_products": fast.use_onednn_products(Transformer(preset_config("cpu", 100))),
                "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
                "presets": rows}
     print(f"wrote {write_result('train_real', torch.device('cpu'), payload)}")

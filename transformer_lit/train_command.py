@@ -10,6 +10,7 @@ import json
 import random
 import signal
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -42,7 +43,7 @@ from transformer_lit.data import (
     train_tokenizer,
     version_pairs,
 )
-from .inference import translate
+from .inference import OutputTruncatedWarning, translate
 from .model import Transformer
 from transformer_lit.runs import (
     RunFolderError,
@@ -547,13 +548,18 @@ def _finish(args, model, tokenizer, settings, state, valid, device, saved) -> No
         references = {
             code: [refs[i] for i in keep] for code, refs in references.items()
         }
+        with warnings.catch_warnings(record=True) as caught:  # counted, not printed
+            warnings.simplefilter("always", OutputTruncatedWarning)
+            hypotheses = translate(averaged, tokenizer, sources)
         record["valid_scores"] = {
             "sentences": len(keep),
-            "averaged model": corpus_scores(
-                translate(averaged, tokenizer, sources), references
-            ),
+            "averaged model": corpus_scores(hypotheses, references),
             "copy the source": corpus_scores(sources, references),
         }
+        # translations that reached their length limit without ending (a loop, mostly)
+        record["valid_cut_at_limit"] = sum(
+            w.category is OutputTruncatedWarning for w in caught
+        )
     _write_results(args, averaged, tokenizer, record, saved)
     summary = (
         f"{state.step} steps in {state.seconds / 60:.1f} min, validation NLL "
