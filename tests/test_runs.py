@@ -84,7 +84,8 @@ def test_resume_is_bit_exact_through_the_command_line(cache, tmp_path):
 def test_sigterm_saves_a_resumable_checkpoint_and_says_so(cache, tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(COMMAND + ["train", *TINY, "--steps", "100000", "--out", str(out)],
+    proc = subprocess.Popen(COMMAND + ["train", *TINY, "--steps", "100000", "--checkpoint-every", "20",
+                             "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.time() + 120
     while not (out / "checkpoint.pt").exists() and time.time() < deadline:   # the first periodic save
