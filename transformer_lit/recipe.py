@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from .model import Transformer, TransformerConfig
+from .model import TransformerConfig
 
 # %% auto #0
 __all__ = ['PRESETS', 'BOOK_CPU_STEPS', 'BOOK_GPU_STEPS', 'TrainSettings', 'preset_vocab_size', 'preset_config',
