@@ -167,7 +167,7 @@ BAD_INPUTS = [
     ("size negative", lambda: causal_mask(-3), ValueError, "size"),
     ("size float", lambda: causal_mask(2.5), TypeError, "size"),
     ("size bool", lambda: causal_mask(True), TypeError, "size"),
-    ("size tensor", lambda: causal_mask(torch.tensor(3)), TypeError, "size"),
+    ("size tensor", lambda: causal_mask(torch.tensor([3, 4])), TypeError, "size"),
     ("tokens 1-D", lambda: padding_mask(torch.tensor([1, 2, 0]), PAD), ValueError, "tokens"),
     ("tokens 3-D", lambda: padding_mask(torch.ones(2, 3, 4, dtype=torch.long), PAD), ValueError, "tokens"),
     ("tokens float", lambda: padding_mask(torch.ones(2, 3), PAD), TypeError, "tokens"),

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from .attention import MultiHeadAttention, copy_from_torch_mha
-from .encoder import _check_layer_sizes, _check_torch_layer
+from .encoder import check_layer_sizes, check_torch_layer
 from .ffn import FeedForward
 from .norms import LayerNorm, ResidualNorm
 
@@ -30,7 +30,7 @@ class DecoderLayer(nn.Module):
         norm_first: bool = False,
     ):
         super().__init__()
-        _check_layer_sizes(d_model=d_model, n_heads=n_heads, d_ff=d_ff)
+        check_layer_sizes(d_model=d_model, n_heads=n_heads, d_ff=d_ff)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.ffn = FeedForward(d_model, d_ff, dropout)
@@ -63,7 +63,7 @@ def copy_from_torch_decoder_layer(
 ) -> DecoderLayer:
     """Copy an nn.TransformerDecoderLayer's weights (same sizes and norm_first, ReLU)
     into ours; returns ours."""
-    _check_torch_layer(theirs, ours.self_res.norm_first)
+    check_torch_layer(theirs, ours.self_res.norm_first)
     copy_from_torch_mha(ours.self_attn, theirs.self_attn)
     copy_from_torch_mha(ours.cross_attn, theirs.multihead_attn)
     ours.ffn.load_state_dict(
@@ -97,7 +97,7 @@ class Decoder(nn.Module):
         norm_first: bool = False,
     ):
         super().__init__()
-        _check_layer_sizes(n_layers)
+        check_layer_sizes(n_layers)
         self.layers = nn.ModuleList(
             DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
             for _ in range(n_layers)

@@ -12,18 +12,18 @@ from torch import Tensor, nn
 from .attention import MultiHeadAttention, copy_from_torch_mha
 from .ffn import FeedForward
 from .norms import LayerNorm, ResidualNorm
+from .validate import check_positive_int
 
 # %% auto #0
-__all__ = ['EncoderLayer', 'copy_from_torch_encoder_layer', 'Encoder']
+__all__ = ['check_layer_sizes', 'EncoderLayer', 'check_torch_layer', 'copy_from_torch_encoder_layer', 'Encoder']
 
 # %% ../nbs/06_encoder.ipynb #9ad64624
-def _check_layer_sizes(n_layers: int | None = None, **sizes: int) -> None:
-    "Raise ValueError naming the first size that is not a positive int."
+def check_layer_sizes(n_layers: int | None = None, **sizes: int) -> None:
+    "ArgumentError naming the first size that is not a positive int."
     if n_layers is not None:
         sizes = {"n_layers": n_layers, **sizes}
     for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+        check_positive_int(name, value)
 
 # %% ../nbs/06_encoder.ipynb #73b4269b
 class EncoderLayer(nn.Module):
@@ -39,7 +39,7 @@ class EncoderLayer(nn.Module):
         norm_first: bool = False,
     ):
         super().__init__()
-        _check_layer_sizes(d_model=d_model, n_heads=n_heads, d_ff=d_ff)
+        check_layer_sizes(d_model=d_model, n_heads=n_heads, d_ff=d_ff)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.ffn = FeedForward(d_model, d_ff, dropout)
         # §3.1: LayerNorm(x + Sublayer(x))
@@ -55,7 +55,7 @@ class EncoderLayer(nn.Module):
         return self.ffn_res(x, self.ffn)  # (B, S, D), position-wise
 
 # %% ../nbs/06_encoder.ipynb #3aab6726
-def _check_torch_layer(theirs: nn.Module, norm_first: bool) -> None:
+def check_torch_layer(theirs: nn.Module, norm_first: bool) -> None:
     """Raise unless a PyTorch encoder/decoder layer has our norm placement and the
     paper's ReLU."""
     if theirs.norm_first != norm_first:
@@ -74,7 +74,7 @@ def copy_from_torch_encoder_layer(
 ) -> EncoderLayer:
     """Copy an nn.TransformerEncoderLayer's weights (same sizes and norm_first, ReLU)
     into ours; returns ours."""
-    _check_torch_layer(theirs, ours.attn_res.norm_first)
+    check_torch_layer(theirs, ours.attn_res.norm_first)
     copy_from_torch_mha(ours.self_attn, theirs.self_attn)
     ours.ffn.load_state_dict(
         {
@@ -103,7 +103,7 @@ class Encoder(nn.Module):
         norm_first: bool = False,
     ):
         super().__init__()
-        _check_layer_sizes(n_layers)
+        check_layer_sizes(n_layers)
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
             for _ in range(n_layers)

@@ -5,8 +5,14 @@
 # %% ../nbs/05_feed_forward.ipynb #256c4bc2
 from __future__ import annotations
 
-import torch
 from torch import Tensor, nn
+
+from transformer_lit.validate import (
+    ArgumentError,
+    check_choice,
+    check_positive_int,
+    check_probability,
+)
 
 # %% auto #0
 __all__ = ['FeedForward']
@@ -23,14 +29,10 @@ class FeedForward(nn.Module):
         self, d_model: int, d_ff: int, dropout: float = 0.1, activation: str = "relu"
     ):
         super().__init__()
-        for name, value in (("d_model", d_model), ("d_ff", d_ff)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not isinstance(activation, str) or activation not in _ACTIVATIONS:
-            raise ValueError(
-                f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}"
-            )
-        self.d_model, self.d_ff = d_model, d_ff
+        self.d_model = check_positive_int("d_model", d_model)
+        self.d_ff = check_positive_int("d_ff", d_ff)
+        check_choice("activation", activation, _ACTIVATIONS)
+        check_probability("dropout", dropout)
         self.linear1 = nn.Linear(d_model, d_ff)  # x W1 + b1; weight is W1^T, (F, D)
         self.activation = _ACTIVATIONS[activation]()
         self.dropout = nn.Dropout(dropout)  # hidden units only, as in PyTorch's layer
@@ -38,7 +40,7 @@ class FeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if x.dim() == 0 or x.shape[-1] != self.d_model:
-            raise ValueError(
+            raise ArgumentError(
                 f"x must have shape (..., d_model={self.d_model}), e.g. (B, T, D); "
                 f"got {tuple(x.shape)}"
             )

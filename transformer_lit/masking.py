@@ -8,6 +8,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .validate import ArgumentError, check_int, check_positive_int
+
 # %% auto #0
 __all__ = ['padding_mask', 'causal_mask']
 
@@ -16,16 +18,15 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     """tokens (B, S) -> bool (B, 1, 1, S), True where tokens != pad_id (those keys may
     be attended to)."""
     if not isinstance(tokens, Tensor):
-        raise TypeError(
+        raise ArgumentError(
             f"tokens must be a tensor of token ids, shape (B, S), got "
-                f"{type(tokens).__name__}"
+            f"{type(tokens).__name__}"
         )
     if tokens.dim() != 2:
-        raise ValueError(f"tokens must have shape (B, S), got {tuple(tokens.shape)}")
+        raise ArgumentError(f"tokens must have shape (B, S), got {tuple(tokens.shape)}")
     if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
-        raise TypeError(f"tokens must hold integer token ids, got dtype {tokens.dtype}")
-    if isinstance(pad_id, bool) or not isinstance(pad_id, int):
-        raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__}")
+        raise ArgumentError(f"tokens must hold integer token ids, got {tokens.dtype}")
+    check_int("pad_id", pad_id, low=0)
     # (B, S) -> (B, 1, 1, S): same for every head and query
     return (tokens != pad_id)[:, None, None, :]
 
@@ -33,11 +34,6 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
 def causal_mask(size: int, device: torch.device | str | None = None) -> Tensor:
     """bool (size, size), True on and below the diagonal: query t may attend to keys
     0..t."""
-    if isinstance(size, bool) or not isinstance(size, int):
-        raise TypeError(
-            f"size must be an int (the sequence length), got {type(size).__name__}"
-        )
-    if size < 1:
-        raise ValueError(f"size must be at least 1, got {size}")
+    check_positive_int("size", size)  # the sequence length
     # (T, T), lower triangle
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()

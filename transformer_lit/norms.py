@@ -7,9 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from transformer_lit.validate import (
+    ArgumentError,
+    check_bool,
+    check_number,
+    check_positive_int,
+    check_probability,
+)
 
 # %% auto #0
 __all__ = ['LayerNorm', 'ResidualNorm']
@@ -18,11 +28,11 @@ __all__ = ['LayerNorm', 'ResidualNorm']
 def _check_last_dim(x: Tensor, d_model: int, name: str = "x") -> None:
     "Raise unless x is a tensor of shape (..., D) with D = d_model."
     if not isinstance(x, Tensor):
-        raise TypeError(
+        raise ArgumentError(
             f"{name} must be a torch.Tensor of shape (..., D), got {type(x).__name__}"
         )
     if x.dim() == 0 or x.shape[-1] != d_model:
-        raise ValueError(
+        raise ArgumentError(
             f"{name} must have shape (..., D) with D = d_model = {d_model}, got "
                 f"{tuple(x.shape)}"
         )
@@ -34,11 +44,10 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model < 1:
-            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
-            raise ValueError(f"eps must be a positive number, got {eps!r}")
-        self.d_model, self.eps = d_model, float(eps)
+        self.d_model = check_positive_int("d_model", d_model)
+        self.eps = check_number(
+            "eps", eps, 0.0, math.inf, low_open=True, high_open=True
+        )
         self.weight = nn.Parameter(torch.ones(d_model))  # gamma, (D,)
         self.bias = nn.Parameter(torch.zeros(d_model))  # beta, (D,)
 
@@ -67,7 +76,7 @@ def _check_same_shape(out: Tensor, x: Tensor) -> Tensor:
     the residual sum."""
     if not isinstance(out, Tensor) or out.shape != x.shape:
         got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
-        raise ValueError(
+        raise ArgumentError(
             f"sublayer must return a tensor of x's shape {tuple(x.shape)}, got {got}"
         )
     return out
@@ -85,21 +94,10 @@ class ResidualNorm(nn.Module):
         eps: float = 1e-5,
     ):
         super().__init__()
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, (int, float))
-            or not 0 <= dropout <= 1
-        ):
-            raise ValueError(
-                f"dropout must be a probability in [0, 1], got {dropout!r}"
-            )
-        if not isinstance(norm_first, bool):
-            raise TypeError(
-                f"norm_first must be a bool, got {type(norm_first).__name__}"
-            )
+        check_probability("dropout", dropout)
+        self.norm_first = check_bool("norm_first", norm_first)
         self.norm = LayerNorm(d_model, eps)  # checks d_model and eps
         self.dropout = nn.Dropout(dropout)  # residual dropout, §5.4
-        self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         _check_last_dim(x, self.norm.d_model)  # x: (..., D), e.g. (B, T, D)

@@ -5,29 +5,30 @@
 # %% ../nbs/01_positional_encoding.ipynb #98f47f31
 from __future__ import annotations
 
-import operator
-
 import torch
 from torch import Tensor, nn
 
+from transformer_lit.validate import (
+    ArgumentError,
+    check_int,
+    check_positive_int,
+    check_probability,
+)
+
+# positions the tables hold unless told otherwise: TransformerConfig's default max_len
+MAX_LEN = 1024
+
 # %% auto #0
-__all__ = ['sinusoidal_encoding', 'PositionalEncoding', 'LearnedPositionalEncoding']
+__all__ = ['MAX_LEN', 'sinusoidal_encoding', 'PositionalEncoding', 'LearnedPositionalEncoding']
 
 # %% ../nbs/01_positional_encoding.ipynb #c5975237
 def sinusoidal_encoding(max_len: int, d_model: int) -> Tensor:
     """The table of §3.5, (max_len, D) float32: column 2i = sin(pos*w_i), 2i+1 =
     cos(pos*w_i)."""
-    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
-        raise ValueError(f"max_len must be a positive int, got {max_len!r}")
-    if (
-        isinstance(d_model, bool)
-        or not isinstance(d_model, int)
-        or d_model < 2
-        or d_model % 2
-    ):
-        raise ValueError(
-            "d_model must be a positive even int (sines and cosines come in pairs), "
-            f"got {d_model!r}"
+    check_positive_int("max_len", max_len)
+    if check_positive_int("d_model", d_model) % 2:
+        raise ArgumentError(
+            f"d_model must be even (sines and cosines come in pairs), got {d_model}"
         )
     # (D/2,) the even indices 2i
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
@@ -42,17 +43,12 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> Tensor:
 def _check_positions(x: Tensor, d_model: int, max_len: int, offset: int) -> int:
     "Validate x (B, T, D) and offset against the table; return offset as an int."
     if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"x must have shape (B, T, d_model={d_model}), "
-                         f"got {tuple(x.shape)}")
-    try:
-        offset = operator.index(offset)
-    except TypeError:
-        raise TypeError(f"offset must be an int, got {type(offset).__name__}") from None
-    if offset < 0:
-        raise ValueError(f"offset must be >= 0, got {offset}")
+        raise ArgumentError(f"x must have shape (B, T, d_model={d_model}), "
+                            f"got {tuple(x.shape)}")
+    check_int("offset", offset, low=0)
     T = x.shape[1]
     if offset + T > max_len:
-        raise ValueError(
+        raise ArgumentError(
             f"positions {offset}..{offset + T - 1} do not fit in "
             f"max_len={max_len}; build the module with max_len >= {offset + T}"
         )
@@ -61,9 +57,10 @@ def _check_positions(x: Tensor, d_model: int, max_len: int, offset: int) -> int:
 # %% ../nbs/01_positional_encoding.ipynb #33c80d77
 class PositionalEncoding(nn.Module):
     "Add the sinusoidal code of positions offset..offset+T-1, then dropout: (B, T, D)."
-    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1):
+    def __init__(self, d_model: int, max_len: int = MAX_LEN, dropout: float = 0.1):
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
+        check_probability("dropout", dropout)
         # Fixed, not learned: a buffer follows .to(device); persistent=False keeps it
         # out of state_dict, so checkpoints do not store a table anyone can recompute.
         table = sinusoidal_encoding(max_len, d_model)                  # (max_len, D)
@@ -84,11 +81,11 @@ class LearnedPositionalEncoding(nn.Module):
     """Learned alternative (Table 3, row E): add a trained vector per position: (B, T,
     D)."""
 
-    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1):
+    def __init__(self, d_model: int, max_len: int = MAX_LEN, dropout: float = 0.1):
         super().__init__()
-        for name, value in (("d_model", d_model), ("max_len", max_len)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        check_positive_int("d_model", d_model)
+        check_positive_int("max_len", max_len)
+        check_probability("dropout", dropout)
         self.d_model, self.max_len = d_model, max_len
         self.embedding = nn.Embedding(max_len, d_model)  # (max_len, D)
         # mean square 1/2, as sinusoids

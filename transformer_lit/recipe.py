@@ -13,6 +13,15 @@ from typing import Any
 import torch
 
 from .model import TransformerConfig
+from transformer_lit.validate import (
+    ArgumentError,
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    check_positive_int,
+    check_probability,
+)
 
 # %% auto #0
 __all__ = ['PRESETS', 'BOOK_CPU_STEPS', 'BOOK_GPU_STEPS', 'TrainSettings', 'preset_vocab_size', 'preset_config',
@@ -46,44 +55,23 @@ class TrainSettings:
 
     def __post_init__(self):
         if self.max_steps is None and self.max_minutes is None:
-            raise ValueError(
+            raise ArgumentError(
                 "give max_steps or max_minutes (or both): a run needs a budget"
             )
-        for name in (
-            "max_steps",
-            "max_tokens",
-            "warmup",
-            "eval_every",
-            "average_every",
-            "average_last",
-            "checkpoint_every",
-        ):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        for name in (
-            "max_minutes",
-            "lr_factor",
-            "clip_norm",
-            "checkpoint_minutes",
-            "eps",
-        ):
-            # nan fails every comparison, so it is refused too
-            value = getattr(self, name)
-            if value is not None and not (
-                _is_real(value) and math.isfinite(value) and value > 0
-            ):
-                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        if not (_is_real(self.label_smoothing) and 0 <= self.label_smoothing < 1):
-            raise ValueError(
-                f"label_smoothing must lie in [0, 1), got {self.label_smoothing!r}"
-            )
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+        counts = ("max_steps", "max_tokens", "warmup", "eval_every", "average_every",
+                  "average_last", "checkpoint_every")
+        for name in counts:
+            if getattr(self, name) is not None:
+                check_positive_int(name, getattr(self, name))
+        amounts = ("max_minutes", "lr_factor", "clip_norm", "checkpoint_minutes", "eps")
+        for name in amounts:  # finite and above 0
+            if getattr(self, name) is not None:
+                check_number(name, getattr(self, name), 0.0, math.inf,
+                             low_open=True, high_open=True)
+        check_probability("label_smoothing", self.label_smoothing)
+        check_int("seed", self.seed, low=0)
+        check_bool("compile", self.compile)
+        check_bool("amp", self.amp)
 
 # %% ../nbs/08b_recipe.ipynb #e3ab23ad
 PRESETS = ("tiny", "cpu", "small", "base", "big")
@@ -92,9 +80,7 @@ _VOCAB_SIZES = {"tiny": 4000, "cpu": 4000, "small": 8000, "base": 8000, "big": 8
 
 def preset_vocab_size(name: str) -> int:
     "The size of the subword vocabulary a preset trains its tokenizer with."
-    if name not in _VOCAB_SIZES:
-        raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
-    return _VOCAB_SIZES[name]
+    return _VOCAB_SIZES[check_choice("preset", name, PRESETS)]
 
 
 def preset_config(name: str, vocab_size: int) -> TransformerConfig:
@@ -103,7 +89,9 @@ def preset_config(name: str, vocab_size: int) -> TransformerConfig:
     common = dict(share_embeddings=True, max_len=256)
     if name == "tiny":
         return TransformerConfig.tiny(vocab_size, vocab_size, **common)
-    if name == "cpu":  # small, pre-norm, no dropout: see "Where it runs" above
+    check_choice("preset", name, PRESETS)
+    # small, pre-norm, no dropout: the model chapter 09 trains on a CPU
+    if name == "cpu":
         return TransformerConfig(
             vocab_size,
             vocab_size,
@@ -129,9 +117,7 @@ def preset_config(name: str, vocab_size: int) -> TransformerConfig:
         )
     if name == "base":
         return TransformerConfig(vocab_size, vocab_size, **common)
-    if name == "big":
-        return TransformerConfig.big(vocab_size, vocab_size, **common)
-    raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
+    return TransformerConfig.big(vocab_size, vocab_size, **common)
 
 # %% ../nbs/08b_recipe.ipynb #4ca2b4fe
 BOOK_CPU_STEPS = 1000   # chapter 09's CPU budget, in optimizer steps
@@ -155,8 +141,7 @@ _PRESET_SETTINGS = {  # the paper's defaults from TrainSettings, except:
 def preset_settings(name: str, **overrides: Any) -> TrainSettings:
     """TrainSettings of a preset; overrides (a budget at least: max_steps or
     max_minutes) win."""
-    if name not in _PRESET_SETTINGS:
-        raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
+    check_choice("preset", name, PRESETS)
     return TrainSettings(**{**_PRESET_SETTINGS[name], **overrides})
 
 

@@ -1,0 +1,128 @@
+"""transformer_lit.validate: one rule per kind of value, one error class, one line naming the
+argument; and the package writes no argument check by hand beside it."""
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from transformer_lit.validate import (
+    ArgumentError,
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    check_positive_int,
+    check_probability,
+    check_token_ids,
+)
+
+PACKAGE = Path(__file__).resolve().parents[1] / "transformer_lit"
+
+
+def test_the_error_is_both_builtins_a_caller_may_catch():
+    assert issubclass(ArgumentError, ValueError) and issubclass(ArgumentError, TypeError)
+
+
+@pytest.mark.parametrize("value", [1, 7, 10**30, np.int64(5), torch.tensor(4)])
+def test_whole_numbers_are_accepted_and_returned_as_int(value):
+    out = check_positive_int("n", value)
+    assert type(out) is int and out == int(value)
+
+
+@pytest.mark.parametrize("value", [0, -1, True, False, 1.0, "3", None, [1],
+                                   torch.tensor([1, 2]), torch.tensor(1.0)])
+def test_anything_else_is_refused_naming_the_argument(value):
+    with pytest.raises(ArgumentError, match=r"^n must be a positive int, got "):
+        check_positive_int("n", value)
+
+
+@pytest.mark.parametrize("low,high,words", [
+    (None, None, "an int"), (0, None, "an int >= 0"), (None, 5, "an int <= 5"),
+    (2, 9, r"an int in \[2, 9\]"),
+])
+def test_int_ranges_are_said_in_words(low, high, words):
+    with pytest.raises(ArgumentError, match=f"^k must be {words}, got 'x'$"):
+        check_int("k", "x", low, high)
+
+
+@pytest.mark.parametrize("value,low,high", [(-1, 0, None), (6, None, 5), (1, 2, 9),
+                                            (10, 2, 9)])
+def test_ints_out_of_range_are_refused(value, low, high):
+    with pytest.raises(ArgumentError, match=f"got {value}$"):
+        check_int("k", value, low, high)
+    assert check_int("k", low if low is not None else high, low, high) in (low, high)
+
+
+def test_a_huge_value_is_shortened_in_the_message():
+    with pytest.raises(ArgumentError) as caught:
+        check_positive_int("n", "x" * 10**6)
+    assert len(str(caught.value)) < 120
+
+
+@pytest.mark.parametrize("value", [0, 0.0, 0.5, 0.999])
+def test_probabilities(value):
+    assert check_probability("p", value) == float(value)
+
+
+@pytest.mark.parametrize("value", [1, 1.0, -1e-9, math.nan, math.inf, True, "0.1", None])
+def test_not_probabilities(value):
+    with pytest.raises(ArgumentError, match=r"^p must be a number in \[0.0, 1.0\)"):
+        check_probability("p", value)
+
+
+def test_open_and_closed_ends():
+    assert check_number("x", 0.0, 0.0, 1.0) == 0.0
+    with pytest.raises(ArgumentError, match=r"\(0.0, 1.0\]"):
+        check_number("x", 0.0, 0.0, 1.0, low_open=True)
+    with pytest.raises(ArgumentError):
+        check_number("x", math.inf, 0.0, math.inf, high_open=True)
+
+
+def test_flags_and_choices():
+    assert check_bool("f", True) is True
+    for bad in (1, 0, "True", None):
+        with pytest.raises(ArgumentError, match="^f must be True or False"):
+            check_bool("f", bad)
+    assert check_choice("c", "relu", ("relu", "gelu")) == "relu"
+    with pytest.raises(ArgumentError, match="^c must be one of gelu, relu, got 'tanh'"):
+        check_choice("c", "tanh", ("relu", "gelu"))
+
+
+def test_token_ids():
+    ok = torch.tensor([[1, 2], [3, 0]])
+    assert check_token_ids("src", ok, 4, max_len=2) is ok
+    assert check_token_ids("src", torch.zeros(0, 3, dtype=torch.long), 4) is not None
+    for bad, words in [
+        (torch.tensor([[1, 4]]), r"ids in \[0, 4\), got 1..4"),
+        (torch.tensor([[-1, 0]]), r"got -1..0"),
+        (torch.ones(1, 2), "integer token ids"),
+        (torch.ones(1, 2, dtype=torch.bool), "integer token ids"),
+        (torch.tensor([1, 2]), r"shape \(B, L\)"),
+        (torch.zeros(1, 3, dtype=torch.long), "3 positions, more than max_len = 2"),
+        ([[1, 2]], "a tensor of token ids"),
+    ]:
+        with pytest.raises(ArgumentError, match=f"^src .*{words}"):
+            check_token_ids("src", bad, 4, max_len=2)
+
+
+def _hand_written_int_checks(tree: ast.AST) -> list[int]:
+    "Lines of `isinstance(v, bool) or not isinstance(v, int)`: the rule check_int owns."
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            text = ast.unparse(node)
+            if "isinstance(" in text and ", bool)" in text and "not isinstance(" in text:
+                found.append(node.lineno)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(p for p in PACKAGE.rglob("*.py")
+                                        if p.name != "validate.py"), ids=lambda p: p.stem)
+def test_no_module_checks_ints_by_hand(path):
+    lines = _hand_written_int_checks(ast.parse(path.read_text()))
+    assert not lines, f"{path.name}: hand-written int checks at lines {lines}: use validate"
