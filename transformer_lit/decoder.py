@@ -8,8 +8,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention, copy_from_torch_mha
-from .encoder import check_layer_sizes, check_torch_layer
+from .attention import MultiHeadAttention
+from transformer_lit.encoder import (
+    check_layer_sizes,
+    check_torch_layer,
+    copy_from_torch_parts,
+)
 from .ffn import FeedForward
 from .norms import LayerNorm, ResidualNorm
 
@@ -64,22 +68,11 @@ def copy_from_torch_decoder_layer(
     """Copy an nn.TransformerDecoderLayer's weights (same sizes and norm_first, ReLU)
     into ours; returns ours."""
     check_torch_layer(theirs, ours.self_res.norm_first)
-    copy_from_torch_mha(ours.self_attn, theirs.self_attn)
-    copy_from_torch_mha(ours.cross_attn, theirs.multihead_attn)
-    ours.ffn.load_state_dict(
-        {
-            f"{lin}.{p}": getattr(getattr(theirs, lin), p)
-            for lin in ("linear1", "linear2")
-            for p in ("weight", "bias")
-        }
-    )
-    for res, norm in (
-        (ours.self_res, theirs.norm1),
-        (ours.cross_res, theirs.norm2),
-        (ours.ffn_res, theirs.norm3),
-    ):
-        res.norm.load_state_dict(norm.state_dict())
-        res.norm.eps = norm.eps
+    attentions = [(ours.self_attn, theirs.self_attn),
+                  (ours.cross_attn, theirs.multihead_attn)]
+    residuals = [(ours.self_res, theirs.norm1), (ours.cross_res, theirs.norm2),
+                 (ours.ffn_res, theirs.norm3)]
+    copy_from_torch_parts(theirs, attentions, ours.ffn, residuals)
     return ours
 
 # %% ../nbs/07_decoder.ipynb #afe29520

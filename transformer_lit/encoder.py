@@ -15,7 +15,8 @@ from .norms import LayerNorm, ResidualNorm
 from .validate import check_positive_int
 
 # %% auto #0
-__all__ = ['check_layer_sizes', 'EncoderLayer', 'check_torch_layer', 'copy_from_torch_encoder_layer', 'Encoder']
+__all__ = ['check_layer_sizes', 'EncoderLayer', 'check_torch_layer', 'copy_from_torch_parts', 'copy_from_torch_encoder_layer',
+           'Encoder']
 
 # %% ../nbs/06_encoder.ipynb #9ad64624
 def check_layer_sizes(n_layers: int | None = None, **sizes: int) -> None:
@@ -69,23 +70,32 @@ def check_torch_layer(theirs: nn.Module, norm_first: bool) -> None:
 
 # %% ../nbs/06_encoder.ipynb #813e656b
 @torch.no_grad()
+def copy_from_torch_parts(
+    theirs: nn.Module,
+    attentions: list[tuple[MultiHeadAttention, nn.MultiheadAttention]],
+    ffn: FeedForward,
+    residuals: list[tuple[ResidualNorm, nn.LayerNorm]],
+) -> None:
+    """Copy a PyTorch encoder or decoder layer part by part: each (ours, theirs)
+    attention, its linear1/linear2 into ffn, each of its norms into a residual's."""
+    for mine, other in attentions:
+        copy_from_torch_mha(mine, other)
+    for lin in ("linear1", "linear2"):
+        getattr(ffn, lin).load_state_dict(getattr(theirs, lin).state_dict())
+    for res, norm in residuals:
+        res.norm.load_state_dict(norm.state_dict())
+        res.norm.eps = norm.eps
+
+
 def copy_from_torch_encoder_layer(
     ours: EncoderLayer, theirs: nn.TransformerEncoderLayer
 ) -> EncoderLayer:
     """Copy an nn.TransformerEncoderLayer's weights (same sizes and norm_first, ReLU)
     into ours; returns ours."""
     check_torch_layer(theirs, ours.attn_res.norm_first)
-    copy_from_torch_mha(ours.self_attn, theirs.self_attn)
-    ours.ffn.load_state_dict(
-        {
-            f"{lin}.{p}": getattr(getattr(theirs, lin), p)
-            for lin in ("linear1", "linear2")
-            for p in ("weight", "bias")
-        }
-    )
-    for res, norm in ((ours.attn_res, theirs.norm1), (ours.ffn_res, theirs.norm2)):
-        res.norm.load_state_dict(norm.state_dict())
-        res.norm.eps = norm.eps
+    residuals = [(ours.attn_res, theirs.norm1), (ours.ffn_res, theirs.norm2)]
+    copy_from_torch_parts(theirs, [(ours.self_attn, theirs.self_attn)], ours.ffn,
+                          residuals)
     return ours
 
 # %% ../nbs/06_encoder.ipynb #a4d97a66
