@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
+import importlib.metadata
 import os
 import platform
 import random
@@ -17,16 +17,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import sacrebleu
 import torch
 from torch import Tensor
 
 from .model import Transformer, TransformerConfig
 
 # %% auto #0
-__all__ = ['CHECKPOINT_FORMAT', 'RESERVED', 'rng_states', 'restore_rng_states', 'check_plain_data', 'weights_sha256',
-           'write_atomically', 'save_checkpoint', 'load_checkpoint', 'checked_config', 'model_from_checkpoint',
-           'average_state_dicts', 'describe_device', 'run_record']
+__all__ = ['CHECKPOINT_FORMAT', 'RESERVED', 'TABLE_BYTES', 'rng_states', 'restore_rng_states', 'check_plain_data',
+           'weights_sha256', 'write_atomically', 'save_checkpoint', 'load_checkpoint', 'checked_config',
+           'model_from_checkpoint', 'average_state_dicts', 'describe_device', 'run_record']
 
 # %% ../nbs/09b_checkpoints.ipynb #715cf094
 CHECKPOINT_FORMAT = "transformer-lit checkpoint v1"
@@ -188,6 +187,10 @@ def _expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
         return {k: tuple(v.shape) for k, v in Transformer(config).state_dict().items()}
 
 
+# a positional table this large (16 MiB) is allowed whatever the weights' size
+TABLE_BYTES = 1 << 24
+
+
 def checked_config(ckpt: dict[str, Any], weights: str = "model") -> TransformerConfig:
     """ckpt's config, after checking it against the tensors in ckpt[weights] (names and
     shapes) without building the model."""
@@ -197,10 +200,10 @@ def checked_config(ckpt: dict[str, Any], weights: str = "model") -> TransformerC
     ):
         raise ValueError(f"its {weights!r} entry is not a dict of tensors")
     stored = sum(t.numel() * t.element_size() for t in state.values())
-    # no weight describes max_len: bound its table (max_len, D) by the weights' size
-    if config.n_layers > len(state) or config.max_len * config.d_model * 4 > max(
-        stored, 1 << 24
-    ):
+    # no weight describes max_len: bound its table (max_len, D) of float32 by the
+    # weights' size, or by TABLE_BYTES for a model with few weights
+    table = config.max_len * config.d_model * torch.float32.itemsize
+    if config.n_layers > len(state) or table > max(stored, TABLE_BYTES):
         raise ValueError("its config asks for far more than the weights it holds")
     expected = _expected_shapes(config)
     for name in [*expected, *(k for k in state if k not in expected)]:  # in order
@@ -287,7 +290,7 @@ def run_record(
         "device": describe_device(device),
         "preset": preset,
         "torch": str(torch.__version__),
-        "sacrebleu": sacrebleu.__version__,
+        "sacrebleu": importlib.metadata.version("sacrebleu"),
         "python": platform.python_version(),
         "config": asdict(config),
         "settings": asdict(settings),
