@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Callable
 
 import torch
 
+from transformer_lit.checkpoints import cpu_details as package_cpu_details
 from transformer_lit.recipe import attention_policy
 
 RESULTS = Path(__file__).resolve().parents[1] / "transformer_lit" / "results"   # package data: the book shows them
@@ -19,28 +19,14 @@ def device_name(device: torch.device) -> str:
     "A human-readable name of the device the numbers were measured on."
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu} ({torch.get_num_threads()} threads)"
+    return f"{cpu_details()['name']} ({torch.get_num_threads()} threads)"
 
 
 def cpu_details() -> dict[str, str]:
-    """What tells two CPU hosts of the same name apart: vendor, family/model/stepping, cache
-    sizes (Linux's /proc/cpuinfo and sysfs), and the vector instructions torch's kernels use."""
-    details = {"capability": torch.backends.cpu.get_cpu_capability()}
-    keys = {"vendor_id": "vendor", "cpu family": "family", "model": "model",
-            "stepping": "stepping", "cache size": "cache_per_core"}
+    """What tells two CPU hosts of the same name apart: the package's cpu_details (vendor,
+    family/model/stepping, vector instructions) and the cache sizes from Linux's sysfs."""
+    details = package_cpu_details()
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() in keys and keys[key.strip()] not in details:
-                details[keys[key.strip()]] = value.strip()
         for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
             level = (index / "level").read_text().strip()
             kind = (index / "type").read_text().strip()

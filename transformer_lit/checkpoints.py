@@ -23,9 +23,10 @@ from torch import Tensor
 from .model import Transformer, TransformerConfig
 
 # %% auto #0
-__all__ = ['CHECKPOINT_FORMAT', 'RESERVED', 'TABLE_BYTES', 'rng_states', 'restore_rng_states', 'check_plain_data',
-           'weights_sha256', 'write_atomically', 'save_checkpoint', 'load_checkpoint', 'checked_config',
-           'model_from_checkpoint', 'average_state_dicts', 'describe_device', 'run_record']
+__all__ = ['CHECKPOINT_FORMAT', 'RESERVED', 'TABLE_BYTES', 'CPUINFO_FIELDS', 'rng_states', 'restore_rng_states',
+           'check_plain_data', 'weights_sha256', 'write_atomically', 'save_checkpoint', 'load_checkpoint',
+           'checked_config', 'model_from_checkpoint', 'average_state_dicts', 'cpu_details', 'describe_device',
+           'run_record']
 
 # %% ../nbs/09b_checkpoints.ipynb #715cf094
 CHECKPOINT_FORMAT = "transformer-lit checkpoint v1"
@@ -262,20 +263,31 @@ def average_state_dicts(state_dicts: Sequence[dict[str, Tensor]]) -> dict[str, T
     return average
 
 # %% ../nbs/09b_checkpoints.ipynb #114e077e
+CPUINFO_FIELDS = {"model name": "name", "vendor_id": "vendor", "cpu family": "family",
+                  "model": "model", "stepping": "stepping"}
+
+
+def cpu_details() -> dict[str, str]:
+    """What tells two processors apart: name, vendor, family, model and stepping (from
+    Linux's /proc/cpuinfo, where there is one) and the vector instructions torch uses."""
+    details = {"name": platform.processor() or platform.machine()}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            field = CPUINFO_FIELDS.get(key.strip())
+            if field and (field == "name" or field not in details):
+                details[field] = value.strip()
+            if key.strip() == "processor" and int(value) > 0:
+                break  # the first processor's lines are enough
+    return {**details, "capability": torch.backends.cpu.get_cpu_capability()}
+
+
 def describe_device(device: torch.device) -> str:
     """A human-readable name for device: the GPU's name, or the CPU's model and torch's
     thread count."""
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
-    model_name = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        names = [
-            line.split(":", 1)[1].strip()
-            for line in open("/proc/cpuinfo")
-            if line.startswith("model name")
-        ]
-        model_name = names[0] if names else model_name
-    return f"CPU: {model_name}, {torch.get_num_threads()} threads"
+    return f"CPU: {cpu_details()['name']}, {torch.get_num_threads()} threads"
 
 
 def run_record(
