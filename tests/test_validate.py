@@ -79,8 +79,11 @@ def test_open_and_closed_ends():
     assert check_number("x", 0.0, 0.0, 1.0) == 0.0
     with pytest.raises(ArgumentError, match=r"\(0.0, 1.0\]"):
         check_number("x", 0.0, 0.0, 1.0, low_open=True)
-    with pytest.raises(ArgumentError):
-        check_number("x", math.inf, 0.0, math.inf, high_open=True)
+    for bad in (0.0, math.inf, -1):
+        with pytest.raises(ArgumentError, match="^x must be a finite number > 0, got"):
+            check_number("x", bad, 0.0, math.inf, low_open=True, high_open=True)
+    with pytest.raises(ArgumentError, match="^x must be a finite number, got nan"):
+        check_number("x", math.nan, high_open=True)
 
 
 def test_flags_and_choices():

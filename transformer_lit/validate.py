@@ -60,6 +60,15 @@ def check_positive_int(name: str, value: object) -> int:
     return check_int(name, value, low=1)
 
 # %% ../nbs/00a_validate.ipynb #e0ac3e62
+def _number_words(low: float, high: float, low_open: bool, high_open: bool) -> str:
+    "The range in words: 'a number in [0.0, 1.0)', 'a finite number > 0', ..."
+    if high == math.inf and high_open:
+        if low == -math.inf:
+            return "a finite number"
+        return f"a finite number {'>' if low_open else '>='} {low:g}"
+    return f"a number in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+
+
 def check_number(
     name: str,
     value: object,
@@ -71,15 +80,14 @@ def check_number(
 ) -> float:
     """float(value), if it is a real number (int or float, not a bool or NaN) in the
     range low..high, each end closed unless *_open; else ArgumentError naming `name`."""
-    interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    interval = _number_words(low, high, low_open, high_open)
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not number or math.isnan(value):
-        raise ArgumentError(f"{name} must be a number in {interval}, "
-                            f"got {_shown(value)}")
+        raise ArgumentError(f"{name} must be {interval}, got {_shown(value)}")
     above = value > low if low_open else value >= low
     below = value < high if high_open else value <= high
     if not (above and below):
-        raise ArgumentError(f"{name} must be a number in {interval}, got {value}")
+        raise ArgumentError(f"{name} must be {interval}, got {value}")
     return float(value)
 
 
