@@ -227,7 +227,7 @@ def model_from_checkpoint(ckpt: dict[str, Any], weights: str = "model") -> Trans
             f"checkpoint does not fit this version of the model: "
             f"{(str(e) or type(e).__name__).splitlines()[0]}"
         ) from e
-    # checkpoints written before the checksum existed load as before
+    # the checksum is optional: a checkpoint without one skips this check only
     if weights == "model" and "weights_sha256" in ckpt:
         if weights_sha256(ckpt[weights]) != ckpt["weights_sha256"]:
             raise ValueError(
@@ -294,7 +294,7 @@ def run_record(
     device: torch.device,
     preset: str,
     config: TransformerConfig,
-    settings: Any,  # chapter 09's TrainSettings, a dataclass
+    settings: Any,  # chapter 08b's TrainSettings, a dataclass
 ) -> dict[str, Any]:
     """Device, versions, preset, model configuration and training settings of a run, as
     plain data."""
