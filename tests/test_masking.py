@@ -39,7 +39,7 @@ def test_causal_mask_device():
         assert causal_mask(3, device="cuda").device.type == "cuda"
 
 
-def test_causal_mask_is_the_additive_mask_of_the_notes():
+def test_causal_mask_is_the_additive_mask():
     "True -> 0, False -> -inf gives the M of `softmax(QK^T / sqrt(d_k) + M)` (nn.Transformer's version of it)."
     for size in (1, 4, 9):
         additive = torch.zeros(size, size).masked_fill(~causal_mask(size), float("-inf"))

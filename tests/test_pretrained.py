@@ -21,8 +21,11 @@ from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, lo
 
 @pytest.fixture(scope="module")
 def shipped():
+    "The shipped model, with one thread (the same float sums on every machine) while this module runs."
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    return load_pretrained()
+    yield load_pretrained()
+    torch.set_num_threads(threads)
 
 
 def test_the_shipped_file_is_in_the_package_and_pinned():

@@ -227,7 +227,7 @@ def model_from_checkpoint(ckpt: dict[str, Any], weights: str = "model") -> Trans
             f"checkpoint does not fit this version of the model: "
             f"{(str(e) or type(e).__name__).splitlines()[0]}"
         ) from e
-    # checkpoints written before the checksum existed load as before
+    # the checksum is optional: a checkpoint without one skips this check only
     if weights == "model" and "weights_sha256" in ckpt:
         if weights_sha256(ckpt[weights]) != ckpt["weights_sha256"]:
             raise ValueError(
@@ -269,7 +269,8 @@ CPUINFO_FIELDS = {"model name": "name", "vendor_id": "vendor", "cpu family": "fa
 
 def cpu_details() -> dict[str, str]:
     """What tells two processors apart: name, vendor, family, model and stepping (from
-    Linux's /proc/cpuinfo, where there is one) and the vector instructions torch uses."""
+    Linux's /proc/cpuinfo, where there is one) and the vector instructions torch
+    uses."""
     details = {"name": platform.processor() or platform.machine()}
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -294,7 +295,7 @@ def run_record(
     device: torch.device,
     preset: str,
     config: TransformerConfig,
-    settings: Any,  # chapter 09's TrainSettings, a dataclass
+    settings: Any,  # TrainSettings (chapter 08b), a dataclass
 ) -> dict[str, Any]:
     """Device, versions, preset, model configuration and training settings of a run, as
     plain data."""
