@@ -14,6 +14,8 @@ afterwards, also on failure. Exit status: pytest's.
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import signal
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,9 +78,44 @@ def check_import(site: Path, env: dict[str, str], cwd: Path) -> None:
         sys.exit(f"error: {PACKAGE} imports from {got}, not from the wheel in {site}")
 
 
+def quick_copy(src: Path, dest: Path) -> None:
+    "Copy notebook src to dest, the outputs of cells tagged QUICK_TAG not to be compared."
+    nb = json.loads(src.read_text())
+    for cell in nb["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if QUICK_TAG in tags:
+            cell["metadata"]["tags"] = [*tags, "nbval-ignore-output"]
+    dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def first(notebooks: list[Path]) -> list[Path]:
+    "The slow notebooks first (SLOW's order), so that no worker starts one of them last."
+    rank = {name: i for i, name in enumerate(SLOW)}
+    return sorted(notebooks, key=lambda p: (rank.get(p.stem, len(SLOW)), p.name))
+
+
+def nbval(nb: Path, env: dict[str, str]) -> tuple[Path, int, float, str]:
+    "pytest --nbval on notebook nb in its folder: (nb, exit status, seconds, output)."
+    t = time.perf_counter()
+    # cwd the notebook's folder: `python -m` puts it on sys.path; only the notebook is there.
+    cmd = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-q",
+           "-p", "no:cacheprovider", nb.name]
+    r = subprocess.run(cmd, env=env, cwd=nb.parent, capture_output=True, text=True)
+    return nb, r.returncode, time.perf_counter() - t, r.stdout + r.stderr
+
+
 def main(argv: list[str]) -> int:
-    notebooks = [Path(a).resolve() for a in argv]
-    notebooks = notebooks or sorted((ROOT / "nbs").glob("*.ipynb"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every nbs/*.ipynb")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                        help="notebooks run at once, each in its own kernel (default: %(default)s)")
+    parser.add_argument("--full", action="store_true",
+                        help=f"run every cell as stored: no ${QUICK_ENV}, every output compared")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    notebooks = [p.resolve() for p in args.notebooks]
+    notebooks = first(notebooks or sorted((ROOT / "nbs").glob("*.ipynb")))
     tmp = Path(tempfile.mkdtemp(prefix="transformer-lit-outside-"))
     try:
         t = time.perf_counter()
@@ -89,15 +127,35 @@ def main(argv: list[str]) -> int:
         # PYTHONPATH replaced, not extended: only the wheel may provide the package.
         # TRANSFORMER_LIT_CACHE passes through, so the corpus is not fetched again.
         env = {**os.environ, "PYTHONPATH": str(site)}
-        nbs = tmp / "nbs"
-        nbs.mkdir()
-        check_import(site, env, cwd=nbs)
+        env.pop(QUICK_ENV, None)
+        if not args.full:
+            env[QUICK_ENV] = "1"
+        check_import(site, env, cwd=tmp)
+        copies = []
         for nb in notebooks:
-            shutil.copy(nb, nbs / nb.name)
-        # cwd nbs/: `python -m` puts the working folder on sys.path; only notebooks.
-        cmd = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
-               "-p", "no:cacheprovider", "."]
-        return subprocess.run(cmd, env=env, cwd=nbs).returncode
+            folder = tmp / "nbs" / nb.stem
+            folder.mkdir(parents=True)
+            if args.full:
+                shutil.copy(nb, folder / nb.name)
+            else:
+                quick_copy(nb, folder / nb.name)
+            copies.append(folder / nb.name)
+        mode = "every cell as stored" if args.full else f"${QUICK_ENV}=1"
+        print(f"{len(copies)} notebooks, {args.jobs} at a time, {mode}", flush=True)
+        failed, times = [], {}
+        with ThreadPoolExecutor(args.jobs) as pool:
+            for nb, status, seconds, output in pool.map(lambda p: nbval(p, env), copies):
+                times[nb.name] = seconds
+                last = output.strip().splitlines()[-1] if output.strip() else ""
+                print(f"{nb.name}: {last} ({seconds:.0f}s)", flush=True)
+                if status:
+                    failed.append(nb.name)
+                    print(output, flush=True)
+        print(f"{sum(times.values()):.0f}s in notebooks; slowest: " + ", ".join(
+            f"{n} {s:.0f}s" for n, s in sorted(times.items(), key=lambda kv: -kv[1])[:5]))
+        if failed:
+            print(f"failed: {' '.join(failed)}")
+        return 1 if failed else 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
