@@ -1,16 +1,28 @@
 """Run nbval over the chapters the way a reader meets them: outside the repository, each
 notebook alone in a folder, the package installed from a wheel (not editable).
 
-    python tools/nbval_outside.py                        # every nbs/*.ipynb
+    python tools/nbval_outside.py                        # every nbs/*.ipynb, quick
     python tools/nbval_outside.py nbs/00_overview.ipynb  # some of them
+    python tools/nbval_outside.py --full                 # every cell as stored
+    python tools/nbval_outside.py --jobs 1               # one notebook at a time
 
 In a temporary folder: build a wheel from a copy of the sources, install it with
-`pip install --target site/`, copy the notebooks into nbs/, and run
-`pytest --nbval --nbval-current-env` there with PYTHONPATH=site. The kernel inherits
-PYTHONPATH, and the venv's editable finder comes after the path entries, so
+`pip install --target site/` (once for all the notebooks), copy each notebook into a
+folder of its own, and run `pytest --nbval --nbval-current-env` there with
+PYTHONPATH=site, --jobs notebooks at once (default 2), the slowest first. The kernel
+inherits PYTHONPATH, and the venv's editable finder comes after the path entries, so
 `import transformer_lit` finds the installed copy: a chapter that reads a file from the
 repository, or package data missing from the wheel, fails here. The folder is removed
-afterwards, also on failure. Exit status: pytest's.
+afterwards, also on failure. Exit status: 0 if every notebook passed, else 1.
+
+The quick switch (the default; --full turns it off): the kernels see
+TRANSFORMER_LIT_QUICK=1, and the cells tagged `quick-ignore-output` are run but their
+outputs not compared (the copy gets nbval's `nbval-ignore-output` tag; the stored
+notebook is untouched). A notebook whose live run takes minutes reads the variable in a
+cell of its own, tagged `remove-cell` (the book does not show it) and
+`quick-ignore-output`, and shortens that run; the cells whose outputs follow from the
+run carry `quick-ignore-output`. The stored outputs stay those of the full run, which
+`make notebooks` and `--full` execute.
 """
 from __future__ import annotations
 
@@ -32,6 +44,12 @@ PACKAGE = "transformer_lit"
 # We build from a copy because setuptools writes build/ into the source tree, and a
 # stale build/lib would put files in the wheel that the package no longer has.
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", PACKAGE)
+QUICK_ENV = "TRANSFORMER_LIT_QUICK"
+QUICK_TAG = "quick-ignore-output"
+# The notebooks that take longest under nbval, slowest first (measured on a 2-core machine,
+# quick switch on): started first, they do not leave one worker running alone at the end.
+SLOW = ("09_training", "09d_evaluation", "10_inference", "12_speed", "13_export",
+        "11b_train_command", "09b_runs")
 
 
 def pip(*args: str) -> None:
