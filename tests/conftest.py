@@ -60,9 +60,9 @@ def write_cache(folder: Path) -> Path:
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch) -> Path:
-    "A fresh cache folder holding the synthetic verses, for this process and its subprocesses."
-    folder = write_cache(tmp_path / "cache")
+def cache(tmp_path_factory, monkeypatch) -> Path:
+    "A fresh cache folder holding the synthetic verses, for this process and its subprocesses (not in tmp_path)."
+    folder = write_cache(tmp_path_factory.mktemp("cache") / "cache")
     monkeypatch.setenv(corpus.CACHE_ENV, str(folder))
     return folder
 

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,14 +112,23 @@ def first(notebooks: list[Path]) -> list[Path]:
     return sorted(notebooks, key=lambda p: (rank.get(p.stem, len(SLOW)), p.name))
 
 
+RUNNING: set[subprocess.Popen] = set()   # stopped if main is left early (Ctrl-C, SIGTERM)
+
+
 def nbval(nb: Path, env: dict[str, str]) -> tuple[Path, int, float, str]:
     "pytest --nbval on notebook nb in its folder: (nb, exit status, seconds, output)."
     t = time.perf_counter()
     # cwd the notebook's folder: `python -m` puts it on sys.path; only the notebook is there.
     cmd = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-q",
            "-p", "no:cacheprovider", nb.name]
-    r = subprocess.run(cmd, env=env, cwd=nb.parent, capture_output=True, text=True)
-    return nb, r.returncode, time.perf_counter() - t, r.stdout + r.stderr
+    proc = subprocess.Popen(cmd, env=env, cwd=nb.parent, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    RUNNING.add(proc)
+    try:
+        output, _ = proc.communicate()
+    finally:
+        RUNNING.discard(proc)
+    return nb, proc.returncode, time.perf_counter() - t, output
 
 
 def main(argv: list[str]) -> int:
@@ -161,14 +170,21 @@ def main(argv: list[str]) -> int:
         mode = "every cell as stored" if args.full else f"${QUICK_ENV}=1"
         print(f"{len(copies)} notebooks, {args.jobs} at a time, {mode}", flush=True)
         failed, times = [], {}
-        with ThreadPoolExecutor(args.jobs) as pool:
-            for nb, status, seconds, output in pool.map(lambda p: nbval(p, env), copies):
+        pool = ThreadPoolExecutor(args.jobs)
+        try:
+            runs = [pool.submit(nbval, p, env) for p in copies]
+            for done in as_completed(runs):   # reported as they finish
+                nb, status, seconds, output = done.result()
                 times[nb.name] = seconds
                 last = output.strip().splitlines()[-1] if output.strip() else ""
                 print(f"{nb.name}: {last} ({seconds:.0f}s)", flush=True)
                 if status:
                     failed.append(nb.name)
                     print(output, flush=True)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in list(RUNNING):
+                proc.terminate()
         print(f"{sum(times.values()):.0f}s in notebooks; slowest: " + ", ".join(
             f"{n} {s:.0f}s" for n, s in sorted(times.items(), key=lambda kv: -kv[1])[:5]))
         if failed:
