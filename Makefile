@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 MATHJAX := _build/mathjax_static/mathjax/tex-chtml.js
 PORT ?= 8000
 
-.PHONY: book test export notebooks serve benchmarks clean venv check-tools
+.PHONY: book site test nbval-full export notebooks serve benchmarks clean venv check-tools
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -19,8 +19,9 @@ $(STAMP): pyproject.toml
 	# torch first and pinned: the CPU wheel; an unpinned torch would pull GBs of CUDA packages.
 	$(PY) -m pip install -q torch==2.13.0
 	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 13 and
-	# tests/test_export.py use (an extra of its own, so that readers can install it alone)
-	$(PY) -m pip install -q -e ".[dev,deploy]"
+	# tests/test_export.py use; bench: transformers, which benchmarks/bench_peers.py and
+	# tests/test_bench_peers.py use (extras of their own, so that readers can install them alone)
+	$(PY) -m pip install -q -e ".[dev,deploy,bench]"
 	rm -f $(VENV)/.installed-*; touch $@
 
 export: $(STAMP)
@@ -34,7 +35,12 @@ $(MATHJAX):
 	rm -rf _build/mathjax_static && mkdir -p _build/mathjax_static
 	cp -r _build/npm/node_modules/mathjax/es5 _build/mathjax_static/mathjax
 
-book: export $(MATHJAX)
+book: export
+	$(MAKE) --no-print-directory site
+
+# The book from the notebooks and package as they are (make test: its tests check that the
+# package is the notebooks' export, so it does not export again).
+site: $(STAMP) $(MATHJAX)
 	rm -rf _build/html _build/jupyter_execute _build/.doctrees
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --quiet
 	# Pages served from a branch run Jekyll, which drops _static/ and _images/.
@@ -66,12 +72,19 @@ check-tools:
 # notebook; the book build; the browser test over the built book.
 # nbval runs outside the repository, on copies of the notebooks each alone in a folder, with
 # the package installed from its wheel (not editable): a chapter must work for a reader who
-# has only `pip install`ed the package. Each chapter still runs once; the folder is removed.
+# has only `pip install`ed the package. Two notebooks run at once, each in its own kernel,
+# with TRANSFORMER_LIT_QUICK=1: chapter 09 trains a short run instead of the book's, and
+# the cells tagged quick-ignore-output are not compared (tools/nbval_outside.py; `make
+# nbval-full` runs every cell as stored). Each chapter still runs once; the folder is removed.
 test: $(STAMP) check-tools
 	$(VENV)/bin/pytest tests -m "not browser"
 	$(PY) tools/nbval_outside.py
-	$(MAKE) --no-print-directory book
+	$(MAKE) --no-print-directory site
 	$(VENV)/bin/pytest tests -m browser
+
+# nbval over every notebook as stored, chapter 09's full training run included
+nbval-full: $(STAMP)
+	$(PY) tools/nbval_outside.py --full
 
 # Re-execute notebooks in place (fresh kernel, counts 1..n) after editing them, their code first
 # fitted to 88 columns (tools/fit_page.py): make notebooks NB=nbs/02_attention.ipynb

@@ -9,17 +9,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_lit import data
-from transformer_lit.data import Batch, write_verses_tsv
+from transformer_lit import corpus
+from transformer_lit.data import Batch
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.runs import World, shard, world_from_env
 from transformer_lit.checkpoints import load_checkpoint
 from transformer_lit.training import label_smoothing_loss
 
-from test_runs import TINY, VERSES   # the synthetic corpus and the tiny options
+from synthetic import RESUME, TINY, run
 
 TORCHRUN = [str(Path(sys.executable).with_name("torchrun")), "--standalone", "--nproc_per_node=2"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py: `run` sets --threads 1
 
 STEP = '''
 import sys, torch
@@ -83,11 +85,8 @@ def test_first_step_gradient_is_the_average_of_the_shards(tmp_path):
             torch.testing.assert_close(got[n], (grads[0][n] + grads[1][n]) / 2, rtol=1e-5, atol=1e-7)
 
 
-def test_torchrun_trains_the_cli_on_two_processes(tmp_path, monkeypatch):
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    write_verses_tsv(VERSES, tuple(data.VERSIONS), cache / data.VERSES_TSV)
-    env = {**ENV, data.CACHE_ENV: str(cache)}
+def test_torchrun_trains_the_cli_on_two_processes(cache, tmp_path, capsys):
+    env = {**ENV, corpus.CACHE_ENV: str(cache)}
     out = tmp_path / "run"
     command = TORCHRUN + ["-m", "transformer_lit.cli", "train", *TINY, "--out", str(out)]
     done = subprocess.run(command + ["--steps", "4"], capture_output=True, text=True, timeout=300, env=env)
@@ -96,11 +95,9 @@ def test_torchrun_trains_the_cli_on_two_processes(tmp_path, monkeypatch):
     ckpt = load_checkpoint(out / "checkpoint.pt")
     assert ckpt["world_size"] == 2 and ckpt["state"]["step"] == 4
     assert done.stdout.count("4 steps in") == 1   # rank 0 alone reports
-    resume = ["train", "--steps", "6", "--out", str(out), "--resume", "--quiet", "--threads", "1",
-              "--bleu-sentences", "0"]
-    alone = subprocess.run([sys.executable, "-m", "transformer_lit.cli", *resume], capture_output=True,
-                           text=True, timeout=300, env=env)
-    assert alone.returncode == 2 and "as many" in alone.stderr and "Traceback" not in alone.stderr
+    resume = ["train", "--steps", "6", "--out", str(out), *RESUME]
+    status, _, err = run(resume, capsys)   # one process, in this one
+    assert status == 2 and "as many" in err and "Traceback" not in err
     again = subprocess.run(TORCHRUN + ["-m", "transformer_lit.cli", *resume], capture_output=True, text=True,
                            timeout=300, env=env)
     assert again.returncode == 0, again.stderr[-3000:]

@@ -2,6 +2,7 @@
 data the chapters read (make test's nbval runs on an install of this wheel)."""
 from __future__ import annotations
 
+import json
 import sys
 import zipfile
 from pathlib import Path
@@ -26,3 +27,25 @@ def test_wheel_holds_modules_and_package_data(tmp_path):
             want.add(f"transformer_lit/pretrained/{name}")
     missing = sorted(want - names)
     assert not missing, f"the wheel lacks {missing}: see [tool.setuptools.package-data]"
+
+
+def test_the_quick_copy_ignores_only_the_tagged_outputs(tmp_path):
+    "Under the quick switch, a cell tagged quick-ignore-output gets nbval's ignore tag."
+    cell = {"cell_type": "code", "execution_count": 1, "id": "a", "metadata": {},
+            "outputs": [], "source": "print(1)"}
+    nb = {"cells": [{**cell, "metadata": {"tags": [nbval_outside.QUICK_TAG, "remove-cell"]}},
+                    {**cell, "id": "b"}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    src, dest = tmp_path / "src.ipynb", tmp_path / "dest.ipynb"
+    src.write_text(json.dumps(nb))
+    nbval_outside.quick_copy(src, dest)
+    tags = [c["metadata"].get("tags") for c in json.loads(dest.read_text())["cells"]]
+    assert tags == [[nbval_outside.QUICK_TAG, "remove-cell", "nbval-ignore-output"], None]
+
+
+def test_the_slow_notebooks_start_first():
+    names = ["00_overview", "09_training", "10_inference", "01_positional_encoding"]
+    got = [p.stem for p in nbval_outside.first([Path(f"{n}.ipynb") for n in names])]
+    slow = [n for n in nbval_outside.SLOW if n in names]
+    assert got == slow + sorted(set(names) - set(slow))
+    assert all((ROOT / "nbs" / f"{n}.ipynb").exists() for n in nbval_outside.SLOW)

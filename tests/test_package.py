@@ -1,8 +1,10 @@
-"""The package is what the notebooks export, every module imports on its own, notebooks are stored clean."""
+"""The package is what the notebooks export, every module imports on its own and uses what it
+imports, notebooks are stored clean."""
 from __future__ import annotations
 
 import filecmp
 import json
+import pkgutil
 import shutil
 import subprocess
 import sys
@@ -10,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+import transformer_lit
+
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = sorted(p.stem for p in (ROOT / "transformer_lit").glob("*.py") if p.stem != "__init__")
+MODULES = ["transformer_lit"] + sorted(
+    m.name for m in pkgutil.walk_packages(transformer_lit.__path__, "transformer_lit."))
 NOTEBOOKS = sorted((ROOT / "nbs").glob("*.ipynb"))
 
 
@@ -23,19 +28,49 @@ def test_package_is_the_export_of_the_notebooks(tmp_path):
     exe = Path(sys.executable).with_name("nbdev_export")
     subprocess.run([str(exe)], cwd=tmp_path, check=True, capture_output=True, text=True)
     fresh, committed = tmp_path / "transformer_lit", ROOT / "transformer_lit"
-    ours = {p.name for p in committed.glob("*.py")}
-    theirs = {p.name for p in fresh.glob("*.py")}
+    ours = {p.relative_to(committed).as_posix() for p in committed.rglob("*.py")}
+    theirs = {p.relative_to(fresh).as_posix() for p in fresh.rglob("*.py")}
     assert ours == theirs, f"modules differ: only committed {ours - theirs}, only exported {theirs - ours}"
     stale = [n for n in sorted(ours) if not filecmp.cmp(fresh / n, committed / n, shallow=False)]
     assert not stale, f"transformer_lit/{stale} differ from the notebooks' export: run `make export` and commit"
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_module_imports_on_its_own(module):
-    "Each module imports in a fresh interpreter (catches exported code that relies on a notebook-only import)."
-    r = subprocess.run([sys.executable, "-c", f"import transformer_lit.{module}"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout == "", f"importing transformer_lit.{module} printed: {r.stdout!r}"
+# Each module imported with no module of the package loaded before it: its own imports,
+# and theirs, run from scratch as in a fresh interpreter, starting from that module (an
+# import cycle fails from one end and not the other). Only third-party modules (torch,
+# numpy) stay loaded from one import to the next. One interpreter for all the modules.
+IMPORT_EACH = """
+import contextlib, importlib, io, sys
+problems = []
+for name in sys.argv[1:]:
+    for loaded in [m for m in sys.modules if m.partition(".")[0] == "transformer_lit"]:
+        del sys.modules[loaded]
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            importlib.import_module(name)
+    except Exception as e:
+        problems.append(f"{name}: {type(e).__name__}: {e}")
+    if printed.getvalue():
+        problems.append(f"importing {name} printed {printed.getvalue()!r}")
+print("\\n".join(problems), end="")
+"""
+
+
+def test_every_module_imports_on_its_own():
+    "Each module imports with none of the package loaded before it, and prints nothing."
+    r = subprocess.run([sys.executable, "-c", IMPORT_EACH, *MODULES], capture_output=True,
+                       text=True)
+    assert (r.returncode, r.stdout) == (0, ""), r.stdout + r.stderr[-3000:]
+
+
+def test_the_package_uses_what_it_imports_and_imports_what_it_uses():
+    "ruff's F821 (an undefined name: a notebook-only import) and F401 (an unused import)."
+    ruff = Path(sys.executable).with_name("ruff")
+    r = subprocess.run([str(ruff), "check", "--no-cache", "--isolated", "--select", "F401,F821",
+                        "--output-format", "concise", str(ROOT / "transformer_lit")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

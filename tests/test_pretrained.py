@@ -3,11 +3,7 @@ and the command line's default model."""
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +13,10 @@ from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenize
 from transformer_lit.inference import translate
 from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, load_pretrained,
                                         pretrained_path, pretrained_record)
+
+from synthetic import run
+
+pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py: `translate --threads` sets it
 
 
 @pytest.fixture(scope="module")
@@ -116,27 +116,22 @@ def test_export_halves_the_weights_and_keeps_the_translations_close(shipped, tmp
     assert SubwordTokenizer(stored["tokenizer"]).to_bytes() == tokenizer.to_bytes()
 
 
-def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-c", "import sys; from transformer_lit.cli import main; sys.exit(main())"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run(command + list(args), input=stdin, capture_output=True, text=True, env=env,
-                          timeout=300)
+def test_the_command_translates_with_the_shipped_model_by_default(capsys):
+    status, out, err = run(["translate", "--threads", "1", "And God said, Let there be light."],
+                           capsys)
+    assert status == 0, err
+    assert "lumière" in out.lower()
+    assert len(out.strip().splitlines()) == 1
 
 
-def test_the_command_translates_with_the_shipped_model_by_default():
-    done = run_cli("translate", "And God said, Let there be light.")
-    assert done.returncode == 0, done.stderr
-    assert "lumière" in done.stdout.lower()
-    assert len(done.stdout.strip().splitlines()) == 1
-
-
-def test_the_command_takes_a_checkpoint_option(tmp_path):
-    done = run_cli("translate", "--checkpoint", str(tmp_path / "nope.pt"), "Hello.")
-    assert done.returncode == 2 and "no checkpoint at" in done.stderr
-    assert "Traceback" not in done.stderr
+def test_the_command_takes_a_checkpoint_option(tmp_path, capsys):
+    status, _, err = run(["translate", "--checkpoint", str(tmp_path / "nope.pt"), "Hello."], capsys)
+    assert status == 2 and "no checkpoint at" in err
+    assert "Traceback" not in err
     shutil.copy(pretrained_path(), tmp_path / "model.pt")   # the shipped file is a checkpoint too
-    done = run_cli("translate", "--checkpoint", str(tmp_path / "model.pt"), "The king said.")
-    assert done.returncode == 0 and "roi" in done.stdout.lower(), done.stderr
+    status, out, err = run(["translate", "--threads", "1", "--checkpoint", str(tmp_path / "model.pt"),
+                            "The king said."], capsys)
+    assert status == 0 and "roi" in out.lower(), err
 
 
 def test_the_shipped_translations_are_of_the_shipped_model_and_complete():

@@ -42,8 +42,7 @@ def test_workflows_pass_actionlint():
     "actionlint (a dev dependency, so in the venv next to python) finds nothing to say."
     exe = Path(sys.executable).with_name("actionlint")
     exe = str(exe) if exe.exists() else shutil.which("actionlint")
-    if exe is None:
-        pytest.skip("actionlint is not installed: pip install -e '.[dev]' installs it")
+    assert exe is not None, "actionlint is not installed: pip install -e '.[dev]' installs it"
     assert {"pages.yml", "test.yml"} <= {p.name for p in WORKFLOWS}
     r = subprocess.run([exe, "-no-color", *map(str, WORKFLOWS)], cwd=ROOT,
                        capture_output=True, text=True)
@@ -93,16 +92,26 @@ def recipe(target: str) -> list[str]:
 
 def test_book_recipe_leaves_nojekyll():
     "Without .nojekyll, Pages served from a branch hides _static/ and _images/."
-    body = recipe("book")
+    body = recipe("site")   # make book: export, then site
     build = next(i for i, line in enumerate(body) if "jupyter-book build" in line)
     touch = [i for i, line in enumerate(body) if line == "touch _build/html/.nojekyll"]
     assert touch and touch[0] > build, body
 
 
+def test_make_book_exports_and_make_test_does_not():
+    "make test checks that the package is the notebooks' export (test_package.py) instead."
+    lines = (ROOT / "Makefile").read_text().splitlines()
+    book = next(line for line in lines if line.startswith("book:"))
+    assert book.split(":")[1].split() == ["export"]
+    assert recipe("book") == ["$(MAKE) --no-print-directory site"]
+    test = recipe("test")
+    assert "$(MAKE) --no-print-directory site" in test
+    assert not any("export" in line or " book" in line for line in test), test
+
+
 @pytest.mark.browser  # runs after `make test` builds the book
 def test_built_site_is_ready_for_pages():
-    if not (HTML / "index.html").exists():
-        pytest.skip("no built book at _build/html: run `make book` first")
+    assert (HTML / "index.html").exists(), "no built book at _build/html: run `make book` first"
     assert (HTML / ".nojekyll").is_file()
     # the root index.html is Jupyter Book's redirect to the first page, which carries the link
     assert 'url=book/intro.html' in (HTML / "index.html").read_text()

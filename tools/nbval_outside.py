@@ -1,19 +1,33 @@
 """Run nbval over the chapters the way a reader meets them: outside the repository, each
 notebook alone in a folder, the package installed from a wheel (not editable).
 
-    python tools/nbval_outside.py                        # every nbs/*.ipynb
+    python tools/nbval_outside.py                        # every nbs/*.ipynb, quick
     python tools/nbval_outside.py nbs/00_overview.ipynb  # some of them
+    python tools/nbval_outside.py --full                 # every cell as stored
+    python tools/nbval_outside.py --jobs 1               # one notebook at a time
 
 In a temporary folder: build a wheel from a copy of the sources, install it with
-`pip install --target site/`, copy the notebooks into nbs/, and run
-`pytest --nbval --nbval-current-env` there with PYTHONPATH=site. The kernel inherits
-PYTHONPATH, and the venv's editable finder comes after the path entries, so
+`pip install --target site/` (once for all the notebooks), copy each notebook into a
+folder of its own, and run `pytest --nbval --nbval-current-env` there with
+PYTHONPATH=site, --jobs notebooks at once (default 2), the slowest first. The kernel
+inherits PYTHONPATH, and the venv's editable finder comes after the path entries, so
 `import transformer_lit` finds the installed copy: a chapter that reads a file from the
 repository, or package data missing from the wheel, fails here. The folder is removed
-afterwards, also on failure. Exit status: pytest's.
+afterwards, also on failure. Exit status: 0 if every notebook passed, else 1.
+
+The quick switch (the default; --full turns it off): the kernels see
+TRANSFORMER_LIT_QUICK=1, and the cells tagged `quick-ignore-output` are run but their
+outputs not compared (the copy gets nbval's `nbval-ignore-output` tag; the stored
+notebook is untouched). A notebook whose live run takes minutes reads the variable in a
+cell of its own, tagged `remove-cell` (the book does not show it) and
+`quick-ignore-output`, and shortens that run; the cells whose outputs follow from the
+run carry `quick-ignore-output`. The stored outputs stay those of the full run, which
+`make notebooks` and `--full` execute.
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import signal
@@ -21,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +44,12 @@ PACKAGE = "transformer_lit"
 # We build from a copy because setuptools writes build/ into the source tree, and a
 # stale build/lib would put files in the wheel that the package no longer has.
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", PACKAGE)
+QUICK_ENV = "TRANSFORMER_LIT_QUICK"
+QUICK_TAG = "quick-ignore-output"
+# The notebooks that take longest under nbval, slowest first (measured on a 2-core machine,
+# quick switch on): started first, they do not leave one worker running alone at the end.
+SLOW = ("09_training", "09d_evaluation", "10_inference", "12_speed", "13_export",
+        "11b_train_command", "09b_runs")
 
 
 def pip(*args: str) -> None:
@@ -75,9 +96,53 @@ def check_import(site: Path, env: dict[str, str], cwd: Path) -> None:
         sys.exit(f"error: {PACKAGE} imports from {got}, not from the wheel in {site}")
 
 
+def quick_copy(src: Path, dest: Path) -> None:
+    "Copy notebook src to dest, the outputs of cells tagged QUICK_TAG not to be compared."
+    nb = json.loads(src.read_text())
+    for cell in nb["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if QUICK_TAG in tags:
+            cell["metadata"]["tags"] = [*tags, "nbval-ignore-output"]
+    dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def first(notebooks: list[Path]) -> list[Path]:
+    "The slow notebooks first (SLOW's order), so that no worker starts one of them last."
+    rank = {name: i for i, name in enumerate(SLOW)}
+    return sorted(notebooks, key=lambda p: (rank.get(p.stem, len(SLOW)), p.name))
+
+
+RUNNING: set[subprocess.Popen] = set()   # stopped if main is left early (Ctrl-C, SIGTERM)
+
+
+def nbval(nb: Path, env: dict[str, str]) -> tuple[Path, int, float, str]:
+    "pytest --nbval on notebook nb in its folder: (nb, exit status, seconds, output)."
+    t = time.perf_counter()
+    # cwd the notebook's folder: `python -m` puts it on sys.path; only the notebook is there.
+    cmd = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-q",
+           "-p", "no:cacheprovider", nb.name]
+    proc = subprocess.Popen(cmd, env=env, cwd=nb.parent, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    RUNNING.add(proc)
+    try:
+        output, _ = proc.communicate()
+    finally:
+        RUNNING.discard(proc)
+    return nb, proc.returncode, time.perf_counter() - t, output
+
+
 def main(argv: list[str]) -> int:
-    notebooks = [Path(a).resolve() for a in argv]
-    notebooks = notebooks or sorted((ROOT / "nbs").glob("*.ipynb"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every nbs/*.ipynb")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                        help="notebooks run at once, each in its own kernel (default: %(default)s)")
+    parser.add_argument("--full", action="store_true",
+                        help=f"run every cell as stored: no ${QUICK_ENV}, every output compared")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    notebooks = [p.resolve() for p in args.notebooks]
+    notebooks = first(notebooks or sorted((ROOT / "nbs").glob("*.ipynb")))
     tmp = Path(tempfile.mkdtemp(prefix="transformer-lit-outside-"))
     try:
         t = time.perf_counter()
@@ -89,15 +154,42 @@ def main(argv: list[str]) -> int:
         # PYTHONPATH replaced, not extended: only the wheel may provide the package.
         # TRANSFORMER_LIT_CACHE passes through, so the corpus is not fetched again.
         env = {**os.environ, "PYTHONPATH": str(site)}
-        nbs = tmp / "nbs"
-        nbs.mkdir()
-        check_import(site, env, cwd=nbs)
+        env.pop(QUICK_ENV, None)
+        if not args.full:
+            env[QUICK_ENV] = "1"
+        check_import(site, env, cwd=tmp)
+        copies = []
         for nb in notebooks:
-            shutil.copy(nb, nbs / nb.name)
-        # cwd nbs/: `python -m` puts the working folder on sys.path; only notebooks.
-        cmd = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
-               "-p", "no:cacheprovider", "."]
-        return subprocess.run(cmd, env=env, cwd=nbs).returncode
+            folder = tmp / "nbs" / nb.stem
+            folder.mkdir(parents=True)
+            if args.full:
+                shutil.copy(nb, folder / nb.name)
+            else:
+                quick_copy(nb, folder / nb.name)
+            copies.append(folder / nb.name)
+        mode = "every cell as stored" if args.full else f"${QUICK_ENV}=1"
+        print(f"{len(copies)} notebooks, {args.jobs} at a time, {mode}", flush=True)
+        failed, times = [], {}
+        pool = ThreadPoolExecutor(args.jobs)
+        try:
+            runs = [pool.submit(nbval, p, env) for p in copies]
+            for done in as_completed(runs):   # reported as they finish
+                nb, status, seconds, output = done.result()
+                times[nb.name] = seconds
+                last = output.strip().splitlines()[-1] if output.strip() else ""
+                print(f"{nb.name}: {last} ({seconds:.0f}s)", flush=True)
+                if status:
+                    failed.append(nb.name)
+                    print(output, flush=True)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in list(RUNNING):
+                proc.terminate()
+        print(f"{sum(times.values()):.0f}s in notebooks; slowest: " + ", ".join(
+            f"{n} {s:.0f}s" for n, s in sorted(times.items(), key=lambda kv: -kv[1])[:5]))
+        if failed:
+            print(f"failed: {' '.join(failed)}")
+        return 1 if failed else 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -1,0 +1,82 @@
+"""What the command-line tests share: six sentence pairs, a synthetic corpus of verses
+built from them, the options of a tiny training run, and the helpers that run
+`transformer-lit` in this process (`run`) or as a program (`COMMAND`) and check its
+one-line errors. Fixtures built on these live in conftest.py."""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from transformer_lit.cli import main
+from transformer_lit.corpus import Verse
+
+ENGLISH = ["In the beginning God created the heavens and the earth.",
+           "The earth was formless and empty.",
+           "God said, Let there be light, and there was light.",
+           "God saw the light, and saw that it was good.",
+           "The king said to Daniel, Your God is the God of gods.",
+           "Naomi said to Ruth, Go, my daughter."]
+FRENCH = ["Au commencement, Dieu créa les cieux et la terre.",
+          "La terre était informe et vide.",
+          "Dieu dit: Que la lumière soit! Et la lumière fut.",
+          "Dieu vit que la lumière était bonne.",
+          "Le roi dit à Daniel: Votre Dieu est le Dieu des dieux.",
+          "Naomi dit à Ruth: Va, ma fille."]
+
+# 48 verses in every version, in books of the training, validation and test splits
+VERSES = [Verse(book, 1, v, {"4": ENGLISH[v % 6], "k": ENGLISH[(v + 1) % 6],
+                             "3": ENGLISH[v % 6].lower(), "l": FRENCH[v % 6],
+                             "5": FRENCH[(v + 2) % 6]})
+          for book in (1, 2, 17, 8) for v in range(1, 13)]
+
+# `transformer-lit` as a program, for what needs a process of its own (signals, kill -9,
+# a memory limit, standard input arriving line by line)
+COMMAND = [sys.executable, "-c",
+           "import sys; from transformer_lit.cli import main; sys.exit(main())"]
+
+# a tiny model on the synthetic corpus: seconds per run, one thread, no BLEU
+TINY = ["--preset", "tiny", "--vocab-size", "90", "--device", "cpu", "--threads", "1",
+        "--quiet", "--bleu-sentences", "0"]
+# what a resumed run repeats (the rest comes from its checkpoint)
+RESUME = ["--resume", "--quiet", "--threads", "1", "--bleu-sentences", "0"]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture, stdin: str | None = None,
+        monkeypatch: pytest.MonkeyPatch | None = None) -> tuple[int, str, str]:
+    "`transformer-lit argv` in this process: (exit status, stdout, stderr)."
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        status = main(argv)
+    except SystemExit as e:
+        status = e.code
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def assert_one_line_error(status: int, out: str, err: str, *words: str) -> None:
+    "Exit status 2, nothing on stdout, one line on stderr holding every word."
+    assert status == 2 and out == "", (status, out, err)
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+
+
+def one_line_error(done: subprocess.CompletedProcess, *words: str) -> None:
+    "assert_one_line_error for `transformer-lit` run as a program (COMMAND)."
+    assert_one_line_error(done.returncode, done.stdout, done.stderr, *words)
+
+
+def same_tensors(a, b) -> bool:
+    "a and b hold equal tensors (same dtype, every bit) in the same nesting of containers."
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_tensors(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_tensors(x, y) for x, y in zip(a, b))
+    return a == b
