@@ -25,7 +25,7 @@ import pytest
 import torch
 
 import transformer_lit.cli as cli
-import transformer_lit.train_command as train_command
+import transformer_lit.cli.train as cli_train
 from transformer_lit import corpus, inference
 from transformer_lit.checkpoints import load_checkpoint, save_checkpoint
 from transformer_lit.data import train_tokenizer
@@ -224,7 +224,7 @@ def test_refused_settings_leave_no_folder_behind(cache, tmp_path, capsys, option
 
 def test_refusals_come_before_any_work(tmp_path, capsys, monkeypatch):
     "In-process, with the corpus and the training made to fail: the refusal must come first."
-    monkeypatch.setattr(train_command, "load_verses", lambda: pytest.fail("the corpus was read"))
+    monkeypatch.setattr(cli_train, "load_verses", lambda: pytest.fail("the corpus was read"))
     for options in (["--checkpoint-every", "0"], ["--bleu-sentences", "-1"], ["--seed", "1" + "0" * 20]):
         assert_one_line_error(*run(["train", "--steps", "1", "--out", str(tmp_path / "r"), *options], capsys),
                               options[0])
@@ -300,7 +300,7 @@ def test_out_of_memory_in_training_is_one_line(cache, tmp_path, capsys, monkeypa
     def no_memory(*args, **kwargs):
         raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")
 
-    monkeypatch.setattr(train_command, "fit", no_memory)
+    monkeypatch.setattr(cli_train, "fit", no_memory)
     assert_one_line_error(*run(["train", *TINY, "--steps", "2", "--out", str(tmp_path / "run")], capsys),
                           "out of memory", "--max-tokens")
 
