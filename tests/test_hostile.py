@@ -26,6 +26,7 @@ import torch
 
 import transformer_lit.cli as cli
 import transformer_lit.cli.train as cli_train
+import transformer_lit.cli.translate as cli_translate
 from transformer_lit import corpus, inference
 from transformer_lit.checkpoints import load_checkpoint, save_checkpoint
 from transformer_lit.data import train_tokenizer
@@ -281,7 +282,7 @@ def test_out_of_memory_is_one_line(model_pt, capsys, monkeypatch):
     def no_memory(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
 
-    monkeypatch.setattr(cli, "translate", no_memory)
+    monkeypatch.setattr(cli_translate, "translate", no_memory)
     assert_one_line_error(*run(["translate", "--checkpoint", str(model_pt), "Hi."], capsys),
                           "out of memory", "--beam", "--batch-size")
 
@@ -332,7 +333,7 @@ def test_any_warning_of_translate_is_one_line_naming_the_input_line(model_pt, ca
                 warnings.warn(CutWarning(i))
         return [s.upper() for s in sentences]
 
-    monkeypatch.setattr(cli, "translate", warns)
+    monkeypatch.setattr(cli_translate, "translate", warns)
     status, out, err = run(["translate", "--checkpoint", str(model_pt), "--batch-size", "2"], capsys,
                            "Hi.\n\nCut one.\nOk.\nCut two.\n", monkeypatch)
     assert status == 0 and out.splitlines() == ["HI.", "", "CUT ONE.", "OK.", "CUT TWO."]
