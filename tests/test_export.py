@@ -251,6 +251,7 @@ def test_command_refuses_an_existing_folder_without_force(tmp_path, capsys, chec
     ("missing", ["--checkpoint", "no checkpoint at"]),
     ("not a checkpoint", ["--checkpoint", "not a checkpoint"]),
     ("no tokenizer", ["--checkpoint", "holds no tokenizer"]),
+    ("damaged tokenizer", ["--checkpoint", "damaged", "'tokenizer'"]),
     ("file as OUT", ["OUT", "not a folder"]),
 ])
 def test_command_errors_are_one_line(tmp_path, capsys, checkpoint, tokenizer, case, words):
@@ -264,6 +265,8 @@ def test_command_errors_are_one_line(tmp_path, capsys, checkpoint, tokenizer, ca
         ckpt.write_text("not torch")
     elif case == "no tokenizer":
         ckpt = save_checkpoint(tmp_path / "bare.pt", tiny(tokenizer))
+    elif case == "damaged tokenizer":   # checked as translate checks it (cli.shared.load_model)
+        ckpt = save_checkpoint(tmp_path / "bad.pt", tiny(tokenizer), tokenizer=b"\x00garbage")
     else:
         out.write_text("a file")
     assert_one_line_error(*run(["export", "ctranslate2", str(out), "--checkpoint", str(ckpt), *extra], capsys),
