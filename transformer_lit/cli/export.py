@@ -49,7 +49,8 @@ def add_export_command(commands: argparse._SubParsersAction) -> None:
 
 # %% ../../nbs/13a_cli_export.ipynb #4117efc1
 def check_export(args: argparse.Namespace) -> None:
-    "Refuse, before any work, an export that cannot be done; CliError naming the option."
+    """Refuse, before any work, an export that cannot be done; CliError naming the
+    option."""
     try:
         require_ctranslate2()
     except ImportError as e:
@@ -75,7 +76,9 @@ def run_export(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from e
     except OSError as e:  # a full disk, a folder that cannot be written
         said = e.strerror or str(e)
-        raise CliError(f"cannot write {e.filename}: {said}" if e.filename else said) from e
+        raise CliError(
+            f"cannot write {e.filename}: {said}" if e.filename else said
+        ) from e
     size = (out / "model.bin").stat().st_size / 1e6
     print(
         f"wrote {out} (model.bin {size:.1f} MB, {args.quantization or 'float32'}); "

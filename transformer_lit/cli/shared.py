@@ -223,7 +223,9 @@ def load_model(
         except (FileNotFoundError, ValueError) as e:
             raise CliError(str(e)) from e
     if not str(path).strip():
-        raise CliError(f"{option or 'the checkpoint'} must name a file, got an empty string")
+        raise CliError(
+            f"{option or 'the checkpoint'} must name a file, got an empty string"
+        )
     try:
         model, tokenizer = _checked_model(Path(path), ckpt)
     except CliError as e:
