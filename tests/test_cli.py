@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import transformer_lit.cli as cli
-import transformer_lit.train_command as train_command
+import transformer_lit.cli.train as cli_train
+from transformer_lit.cli.shared import device_from_args
 from transformer_lit.data import Verse, train_tokenizer
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.checkpoints import load_checkpoint, save_checkpoint
@@ -158,7 +159,7 @@ def fake_corpus(monkeypatch):
     verses = [Verse(book, 1, v, {"4": ENGLISH[v % 6], "k": ENGLISH[(v + 1) % 6], "3": ENGLISH[v % 6].upper(),
                                  "l": FRENCH[v % 6], "5": FRENCH[(v + 2) % 6]})
               for book in (1, 2, 17, 8) for v in range(1, 13)]
-    monkeypatch.setattr(train_command, "load_verses", lambda: verses)
+    monkeypatch.setattr(cli_train, "load_verses", lambda: verses)
 
 
 def test_train_needs_a_budget(tmp_path, capsys, fake_corpus):
@@ -241,10 +242,10 @@ def test_threads_default_is_one_on_a_gpu(monkeypatch):
     try:
         torch.set_num_threads(2)
         args = cli.parse_args(["translate", "--checkpoint", "m.pt", "--device", "cuda", "Hi."])
-        assert cli.device_from_args(args).type == "cuda" and torch.get_num_threads() == 1
+        assert device_from_args(args).type == "cuda" and torch.get_num_threads() == 1
         torch.set_num_threads(2)
         args = cli.parse_args(["translate", "--checkpoint", "m.pt", "--device", "cpu", "Hi."])
-        assert cli.device_from_args(args).type == "cpu" and torch.get_num_threads() == 2   # a CPU keeps torch's choice
+        assert device_from_args(args).type == "cpu" and torch.get_num_threads() == 2   # a CPU keeps torch's choice
     finally:
         torch.set_num_threads(before)
 
@@ -266,6 +267,16 @@ def test_translate_into_a_closed_pipe_is_quiet(checkpoint):
                           timeout=120)
     assert done.stdout.count("\n") == 1 and "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
     assert done.returncode == 0
+
+
+def test_python_dash_m_runs_main(checkpoint, tmp_path):
+    "`python -m transformer_lit.cli` (what torchrun runs) is the same command: cli/__main__.py calls main."
+    done = subprocess.run([sys.executable, "-m", "transformer_lit.cli", "translate", "--checkpoint", str(checkpoint),
+                           "--device", "cpu", "God said."], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 1, done.stderr   # a warning may come: a random model
+    missing = subprocess.run([sys.executable, "-m", "transformer_lit.cli", "export", "ctranslate2", str(tmp_path / "out"),
+                              "--checkpoint", ""], capture_output=True, text=True, timeout=120)
+    assert_one_line_error(missing.returncode, missing.stdout, missing.stderr, "--checkpoint", "empty")
 
 
 def test_translate_to_a_full_disk_is_one_line(checkpoint):

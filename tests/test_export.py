@@ -1,9 +1,8 @@
 """transformer_lit.export: a tiny model written for CTranslate2 and read back by CTranslate2 itself (scores and
-greedy tokens against ours), the quantization choices, the refusals, the `export ctranslate2` command, and the
-message when ctranslate2 is missing."""
+greedy tokens against ours), the quantization choices, the refusals, the `export ctranslate2` command
+(transformer_lit.cli.export, through transformer_lit.cli.main), and the message when ctranslate2 is missing."""
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import transformer_lit.cli as cli
 import transformer_lit.export as export
 from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, train_tokenizer
 from transformer_lit.inference import greedy_decode
@@ -185,17 +185,10 @@ def test_models_that_cannot_be_mapped_are_refused(tmp_path, tokenizer):
 
 # --- the command ----------------------------------------------------------------------------------
 
-def parser() -> argparse.ArgumentParser:
-    "A `transformer-lit`-like parser with the export command added, as cli.build_parser will."
-    p = argparse.ArgumentParser(prog="transformer-lit")
-    export.add_export_command(p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
-    return p
-
-
 def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    "cli.main(argv) in-process: (exit status, stdout, stderr); argparse's own exits count as statuses."
     try:
-        args = parser().parse_args(argv)
-        status = args.handler(args)
+        status = cli.main(argv)
     except SystemExit as e:
         status = e.code
     out = capsys.readouterr()
@@ -258,6 +251,7 @@ def test_command_refuses_an_existing_folder_without_force(tmp_path, capsys, chec
     ("missing", ["--checkpoint", "no checkpoint at"]),
     ("not a checkpoint", ["--checkpoint", "not a checkpoint"]),
     ("no tokenizer", ["--checkpoint", "holds no tokenizer"]),
+    ("damaged tokenizer", ["--checkpoint", "damaged", "'tokenizer'"]),
     ("file as OUT", ["OUT", "not a folder"]),
 ])
 def test_command_errors_are_one_line(tmp_path, capsys, checkpoint, tokenizer, case, words):
@@ -271,6 +265,8 @@ def test_command_errors_are_one_line(tmp_path, capsys, checkpoint, tokenizer, ca
         ckpt.write_text("not torch")
     elif case == "no tokenizer":
         ckpt = save_checkpoint(tmp_path / "bare.pt", tiny(tokenizer))
+    elif case == "damaged tokenizer":   # checked as translate checks it (cli.shared.load_model)
+        ckpt = save_checkpoint(tmp_path / "bad.pt", tiny(tokenizer), tokenizer=b"\x00garbage")
     else:
         out.write_text("a file")
     assert_one_line_error(*run(["export", "ctranslate2", str(out), "--checkpoint", str(ckpt), *extra], capsys),
@@ -294,18 +290,15 @@ def test_missing_ctranslate2_names_the_extra(tmp_path, capsys, monkeypatch, chec
     assert not (tmp_path / "ct2").exists()
 
 
-COMMAND = ("import argparse, sys\n"
+COMMAND = ("import sys\n"
            "{prelude}"
-           "from transformer_lit.export import add_export_command\n"
-           "p = argparse.ArgumentParser(prog='transformer-lit')\n"
-           "add_export_command(p.add_subparsers(dest='command', required=True))\n"
-           "args = p.parse_args(sys.argv[1:])\n"
-           "sys.exit(args.handler(args))\n")
+           "from transformer_lit.cli import main\n"
+           "sys.exit(main())\n")
 
 
 @pytest.mark.parametrize("missing", [False, True], ids=["installed", "ctranslate2 missing"])
 def test_command_in_a_fresh_interpreter(tmp_path, checkpoint, missing):
-    "What the lead's two lines in cli.py will run: exit status, stdout and stderr of a real process."
+    "The installed command in a real process: exit status, stdout and stderr."
     prelude = "sys.modules['ctranslate2'] = None\n" if missing else ""
     r = subprocess.run([sys.executable, "-c", COMMAND.format(prelude=prelude), "export", "ctranslate2",
                         str(tmp_path / "ct2"), "--checkpoint", str(checkpoint)], capture_output=True, text=True)

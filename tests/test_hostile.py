@@ -25,7 +25,8 @@ import pytest
 import torch
 
 import transformer_lit.cli as cli
-import transformer_lit.train_command as train_command
+import transformer_lit.cli.train as cli_train
+import transformer_lit.cli.translate as cli_translate
 from transformer_lit import corpus, inference
 from transformer_lit.checkpoints import load_checkpoint, save_checkpoint
 from transformer_lit.data import train_tokenizer
@@ -224,7 +225,7 @@ def test_refused_settings_leave_no_folder_behind(cache, tmp_path, capsys, option
 
 def test_refusals_come_before_any_work(tmp_path, capsys, monkeypatch):
     "In-process, with the corpus and the training made to fail: the refusal must come first."
-    monkeypatch.setattr(train_command, "load_verses", lambda: pytest.fail("the corpus was read"))
+    monkeypatch.setattr(cli_train, "load_verses", lambda: pytest.fail("the corpus was read"))
     for options in (["--checkpoint-every", "0"], ["--bleu-sentences", "-1"], ["--seed", "1" + "0" * 20]):
         assert_one_line_error(*run(["train", "--steps", "1", "--out", str(tmp_path / "r"), *options], capsys),
                               options[0])
@@ -281,7 +282,7 @@ def test_out_of_memory_is_one_line(model_pt, capsys, monkeypatch):
     def no_memory(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
 
-    monkeypatch.setattr(cli, "translate", no_memory)
+    monkeypatch.setattr(cli_translate, "translate", no_memory)
     assert_one_line_error(*run(["translate", "--checkpoint", str(model_pt), "Hi."], capsys),
                           "out of memory", "--beam", "--batch-size")
 
@@ -300,7 +301,7 @@ def test_out_of_memory_in_training_is_one_line(cache, tmp_path, capsys, monkeypa
     def no_memory(*args, **kwargs):
         raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")
 
-    monkeypatch.setattr(train_command, "fit", no_memory)
+    monkeypatch.setattr(cli_train, "fit", no_memory)
     assert_one_line_error(*run(["train", *TINY, "--steps", "2", "--out", str(tmp_path / "run")], capsys),
                           "out of memory", "--max-tokens")
 
@@ -332,7 +333,7 @@ def test_any_warning_of_translate_is_one_line_naming_the_input_line(model_pt, ca
                 warnings.warn(CutWarning(i))
         return [s.upper() for s in sentences]
 
-    monkeypatch.setattr(cli, "translate", warns)
+    monkeypatch.setattr(cli_translate, "translate", warns)
     status, out, err = run(["translate", "--checkpoint", str(model_pt), "--batch-size", "2"], capsys,
                            "Hi.\n\nCut one.\nOk.\nCut two.\n", monkeypatch)
     assert status == 0 and out.splitlines() == ["HI.", "", "CUT ONE.", "OK.", "CUT TWO."]

@@ -5,10 +5,8 @@
 # %% ../nbs/13_export.ipynb #f3781261
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from types import ModuleType
@@ -21,12 +19,9 @@ from .data import SPECIAL_PIECES, SubwordTokenizer
 from .model import Transformer
 from .norms import LayerNorm
 from .positional import LearnedPositionalEncoding, PositionalEncoding
-from .pretrained import load_pretrained
-from .checkpoints import load_checkpoint, model_from_checkpoint
 
 # %% auto #0
-__all__ = ['DEPLOY_EXTRA', 'require_ctranslate2', 'quantizations', 'check_quantization', 'transformer_spec', 'to_ctranslate2',
-           'add_export_command', 'ExportError', 'run_export']
+__all__ = ['DEPLOY_EXTRA', 'require_ctranslate2', 'quantizations', 'check_quantization', 'transformer_spec', 'to_ctranslate2']
 
 # %% ../nbs/13_export.ipynb #38ba6bb3
 DEPLOY_EXTRA = "pip install 'transformer-lit[deploy]'"  # the package's optional extra
@@ -258,104 +253,3 @@ def to_ctranslate2(model: Transformer, tokenizer: SubwordTokenizer,
     spec.optimize(quantization=quantization)  # one copy of shared matrices; quantize
     _write_folder(spec, tokenizer, _readme(model, quantization), out)
     return out
-
-# %% ../nbs/13_export.ipynb #09ed8680
-def add_export_command(commands: argparse._SubParsersAction) -> None:
-    "The `export` subcommand: `transformer-lit export ctranslate2 OUT [options]`."
-    p = commands.add_parser(
-        "export", help="write the model for another inference engine",
-        description="Write a model for an inference engine outside PyTorch.")
-    engines = p.add_subparsers(dest="engine", required=True, metavar="ENGINE")
-    c = engines.add_parser(
-        "ctranslate2",
-        help="a CTranslate2 model folder (chapter 13)",
-        description="Write the shipped model (or --checkpoint) as a CTranslate2 model "
-        "folder, with its sentencepiece model and a README on how to translate "
-            "with it.",
-    )
-    c.add_argument(
-        "out",
-        type=Path,
-        metavar="OUT",
-        help="the folder to write; refused if it exists, unless --force",
-    )
-    c.add_argument(
-        "--checkpoint",
-        type=Path,
-        metavar="PATH",
-        help="a model.pt written by `transformer-lit train` (default: the "
-        "shipped model)",
-    )
-    c.add_argument(
-        "--quantization",
-        metavar="Q",
-        help="weight type: int8, int8_float32, int16, float16, ... (default: float32)",
-    )
-    c.add_argument(
-        "--force",
-        action="store_true",
-        help="write into OUT even if it exists (replaces an export's files)",
-    )
-    c.set_defaults(handler=run_export)
-
-# %% ../nbs/13_export.ipynb #800efd6c
-class ExportError(Exception):
-    "A mistake in the export command's input; printed as one line, exit status 2."
-
-
-def _load_model(path: Path | None) -> tuple[Transformer, SubwordTokenizer]:
-    "The shipped model, or a model.pt's, with every refusal as an ExportError."
-    try:
-        if path is None:
-            return load_pretrained()
-        ckpt = load_checkpoint(path)
-        if "tokenizer" not in ckpt:
-            raise ExportError(f"--checkpoint {path} holds no tokenizer; use a model.pt "
-                              "written by `transformer-lit train`")
-        return model_from_checkpoint(ckpt).eval(), SubwordTokenizer(ckpt["tokenizer"])
-    except (FileNotFoundError, ValueError) as e:
-        raise ExportError(f"--checkpoint {path}: {e}" if path else str(e)) from e
-
-# %% ../nbs/13_export.ipynb #4117efc1
-def _export(args: argparse.Namespace) -> Path:
-    "Check the arguments before any work, load the model, write the folder."
-    try:
-        require_ctranslate2()
-    except ImportError as e:
-        raise ExportError(str(e)) from e
-    if args.quantization is not None and args.quantization not in quantizations():
-        raise ExportError(
-            f"--quantization must be one of {', '.join(quantizations())}, "
-            f"got {args.quantization!r}"
-        )
-    if args.out.exists() and not args.out.is_dir():
-        raise ExportError(f"OUT {args.out} exists and is not a folder")
-    if args.out.exists() and not args.force:
-        raise ExportError(f"OUT {args.out} exists; give --force to write into it")
-    model, tokenizer = _load_model(args.checkpoint)
-    try:
-        return to_ctranslate2(model, tokenizer, args.out, args.quantization, args.force)
-    except ValueError as e:  # a model this export cannot map
-        raise ExportError(str(e)) from e
-
-
-def run_export(args: argparse.Namespace) -> int:
-    """The `export ctranslate2` command: write the folder, print where; errors as one
-    line on stderr, exit status 2."""
-    try:
-        out = _export(args)
-    except (ExportError, OSError) as e:
-        message = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        if isinstance(e, OSError) and e.filename:
-            message = f"cannot write {e.filename}: {message}"
-        print(
-            f"transformer-lit export: error: {' '.join(message.split())}",
-            file=sys.stderr,
-        )
-        return 2
-    size = (out / "model.bin").stat().st_size / 1e6
-    print(
-        f"wrote {out} (model.bin {size:.1f} MB, {args.quantization or 'float32'}); "
-        f"see {out / 'README.md'}"
-    )
-    return 0
