@@ -1,7 +1,6 @@
 """The `transformer-lit` command: in-process through main([...]) and as a subprocess; no network."""
 from __future__ import annotations
 
-import io
 import json
 import re
 import subprocess
@@ -12,49 +11,18 @@ import pytest
 import torch
 
 import transformer_lit.cli as cli
-import transformer_lit.cli.train as cli_train
+from transformer_lit.checkpoints import load_checkpoint
 from transformer_lit.cli.shared import device_from_args
-from transformer_lit.data import Verse, train_tokenizer
-from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.checkpoints import load_checkpoint, save_checkpoint
 
-ENGLISH = ["In the beginning God created the heavens and the earth.", "The earth was formless and empty.",
-           "God said, Let there be light, and there was light.", "God saw the light, and saw that it was good.",
-           "The king said to Daniel, Your God is the God of gods.", "Naomi said to Ruth, Go, my daughter."]
-FRENCH = ["Au commencement, Dieu créa les cieux et la terre.", "La terre était informe et vide.",
-          "Dieu dit: Que la lumière soit! Et la lumière fut.", "Dieu vit que la lumière était bonne.",
-          "Le roi dit à Daniel: Votre Dieu est le Dieu des dieux.", "Naomi dit à Ruth: Va, ma fille."]
-COMMAND = [sys.executable, "-c", "import sys; from transformer_lit.cli import main; sys.exit(main())"]
-
+from synthetic import COMMAND, ENGLISH, assert_one_line_error, run
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
-    "A tiny model with a tiny tokenizer, saved as `train` would save model.pt."
-    tokenizer = train_tokenizer(ENGLISH + FRENCH, vocab_size=80)
-    torch.manual_seed(0)
-    model = Transformer(TransformerConfig.tiny(tokenizer.vocab_size, tokenizer.vocab_size, share_embeddings=True))
-    return save_checkpoint(tmp_path_factory.mktemp("ckpt") / "model.pt", model, tokenizer=tokenizer.to_bytes())
-
-
-def run(argv, capsys, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
-    if stdin is not None:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    try:
-        status = cli.main(argv)
-    except SystemExit as e:
-        status = e.code
-    out = capsys.readouterr()
-    return status, out.out, out.err
-
-
-def assert_one_line_error(status: int, out: str, err: str, *words: str) -> None:
-    assert status == 2 and out == ""
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    for w in words:
-        assert w in err, (w, err)
+@pytest.fixture
+def checkpoint(model_pt) -> Path:
+    "conftest.py's tiny model.pt (read only), by the name this file's tests use."
+    return model_pt
 
 
 # --- help -----------------------------------------------------------------------------------------
@@ -154,12 +122,9 @@ def test_translate_beam_and_no_cache(checkpoint, capsys):
 # --- train (on a small synthetic corpus instead of the download) ----------------------------------
 
 @pytest.fixture
-def fake_corpus(monkeypatch):
-    "Replace the downloaded Bible with a few verses in a training, a validation (17) and a test book (8)."
-    verses = [Verse(book, 1, v, {"4": ENGLISH[v % 6], "k": ENGLISH[(v + 1) % 6], "3": ENGLISH[v % 6].upper(),
-                                 "l": FRENCH[v % 6], "5": FRENCH[(v + 2) % 6]})
-              for book in (1, 2, 17, 8) for v in range(1, 13)]
-    monkeypatch.setattr(cli_train, "load_verses", lambda: verses)
+def fake_corpus(cache):
+    "conftest.py's cache of synthetic verses in a training, a validation (17) and a test book (8)."
+    return cache
 
 
 def test_train_needs_a_budget(tmp_path, capsys, fake_corpus):
@@ -206,14 +171,10 @@ def test_resume_a_model_file_is_refused(checkpoint, tmp_path, capsys, fake_corpu
 # --- as a real process ----------------------------------------------------------------------------
 
 def test_subprocess_translate_and_errors(checkpoint, tmp_path):
-    ok = subprocess.run(COMMAND + ["translate", "--checkpoint", str(checkpoint), "--device", "cpu"], input="God said.\nNaomi said.\n",
-                        capture_output=True, text=True, timeout=120)
+    "The program reads standard input; its errors are those of main (tested in-process above)."
+    ok = subprocess.run(COMMAND + ["translate", "--checkpoint", str(checkpoint), "--device", "cpu"],
+                        input="God said.\nNaomi said.\n", capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and len(ok.stdout.splitlines()) == 2, ok.stderr
-    missing = subprocess.run(COMMAND + ["translate", "--checkpoint", str(tmp_path / "nope.pt"), "Hi."], capture_output=True, text=True,
-                             timeout=120)
-    assert_one_line_error(missing.returncode, missing.stdout, missing.stderr, "no checkpoint")
-    empty = subprocess.run(COMMAND + ["translate", "--checkpoint", str(checkpoint)], input="", capture_output=True, text=True, timeout=120)
-    assert_one_line_error(empty.returncode, empty.stdout, empty.stderr, "no input")
 
 
 def test_installed_console_script():

@@ -240,8 +240,3 @@ def test_a_batch_budget_below_the_longest_pair_is_refused_and_not_saved(cache, r
     assert (run_copy / "checkpoint.pt").read_bytes() == before   # the bad setting was not written
     trained(capsys, "--steps", "4", "--out", str(run_copy), *RESUME)
 
-
-# test_hostile.py imports these four names from this file: delete this line once it takes
-# them from synthetic.py and conftest.py
-from conftest import cache  # noqa: E402,F401
-from synthetic import one_line_error  # noqa: E402,F401
