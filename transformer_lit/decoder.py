@@ -32,7 +32,8 @@ class LayerCache(Protocol):
 
 
 class DecoderCache(Protocol):
-    """A whole decoder's KV cache: each layer's slot, and a move to the next position."""
+    """""A whole decoder's KV cache: each layer's slot, and a move to the next
+    position."""""
 
     def layer(self, index: int) -> LayerCache: ...
 
@@ -69,7 +70,8 @@ class DecoderLayer(nn.Module):
         cache: LayerCache | None = None,
     ) -> Tensor:
         """tgt_mask: e.g. causal_mask(T) (T, T); memory_mask: e.g. padding_mask(src) (B,
-        1, 1, S); True = may attend. cache: this layer's slot (chapter 10), masks in it."""
+        1, 1, S); True = may attend. cache: this layer's slot (chapter 10), which
+        then holds the masks."""
         B, T, D = y.shape  # memory: (B, S, D)
         self_cache, cross_cache = (
             (None, None) if cache is None else (cache.self_attn, cache.cross_attn)

@@ -424,7 +424,8 @@ DecodeFn = Callable[[Tensor, Tensor], Sequence[Tensor]]
 
 
 class Decoded(NamedTuple):
-    "decode_in_batches' result, in input order: texts, limits, and which reached theirs."
+    """decode_in_batches' result, in input order: texts, limits, and which reached
+    theirs."""
 
     texts: list[str]
     limits: list[int]
@@ -445,7 +446,11 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
                       batch_size: int = 64) -> Decoded:
     """Encode sentences (cut to max_len - 1 tokens, eos added), decode them in batches
     of similar length, each row up to its output_limit -> Decoded, in input order."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or batch_size < 1
+    ):
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     device, max_len = next(model.parameters()).device, model.config.max_len
     attention_policy(device)
