@@ -435,9 +435,12 @@ def fast_train_step(
     """train_step (chapter 09) with fast_loss: the same update, arguments and result.
     With a wrapper (forward) it takes the plain loss, with a FastStepFallback warning."""
     if forward is not None:
-        warnings.warn(FastStepFallback(
-            "a wrapper (DDP or torch.compile) is called as the model is: plain loss"
-        ), stacklevel=2)
+        warnings.warn(
+            FastStepFallback(
+                "a wrapper (DDP or torch.compile) is called as the model is: plain loss"
+            ),
+            stacklevel=2,
+        )
         return train_step(model, batch, optimizer, lr, settings, forward, scaler)
     return train_step(model, batch, optimizer, lr, settings, None, scaler, fast_loss)
 
@@ -579,7 +582,8 @@ def fast_step(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
 
 # %% ../nbs/12_speed.ipynb #33d7732d
 def fast_decoder(model: Transformer, rows: int) -> Step:
-    "fast_step with a FastDecoder for rows rows: (tokens (rows, 1), cache) -> (rows, V)."
+    """fast_step with a FastDecoder for rows rows: (tokens (rows, 1), cache) -> (rows,
+    V)."""
     return partial(fast_step, FastDecoder(model, rows))
 
 

@@ -300,8 +300,11 @@ def _progress_bar(progress: bool, settings: TrainSettings, state: TrainState) ->
     )
 
 # %% ../nbs/09_training.ipynb #07b2712d
-def _record(state: TrainState, terms: LossTerms, lr: float, step_seconds: float) -> None:
-    "One step into state: its loss, nll and lr, its time; FloatingPointError if not finite."
+def _record(
+    state: TrainState, terms: LossTerms, lr: float, step_seconds: float
+) -> None:
+    """One step into state: its loss, nll and lr, its time; FloatingPointError if not
+    finite."""
     loss, nll = terms.loss.item(), terms.nll.item()  # .item() waits for the GPU
     if not math.isfinite(loss):
         raise FloatingPointError(
@@ -312,17 +315,27 @@ def _record(state: TrainState, terms: LossTerms, lr: float, step_seconds: float)
     state.train_log.append((state.step, loss, nll, lr))
 
 
-def _evaluate_and_keep(model: Transformer, state: TrainState, settings: TrainSettings,
-                       valid_batches: Sequence[Batch],
-                       log: Callable[[str], None] | None, tok_s: float) -> None:
-    "Every eval_every steps a validation loss (and a log line); every average_every a snapshot."
+def _evaluate_and_keep(
+    model: Transformer,
+    state: TrainState,
+    settings: TrainSettings,
+    valid_batches: Sequence[Batch],
+    log: Callable[[str], None] | None,
+    tok_s: float,
+) -> None:
+    """Every eval_every steps a validation loss (and a log line); every average_every a
+    snapshot."""
     if state.step % settings.eval_every == 0:
-        state.valid_log.append((state.step, evaluate(model, valid_batches, settings.amp)))
+        state.valid_log.append(
+            (state.step, evaluate(model, valid_batches, settings.amp))
+        )
         if log:
             _, _, nll, lr = state.train_log[-1]
-            log(f"step {state.step:5d} | train nll {nll:.3f} | valid nll "
+            log(
+                f"step {state.step:5d} | train nll {nll:.3f} | valid nll "
                 f"{state.valid_log[-1][1]:.3f} | lr {lr:.2e} | {tok_s:,.0f} tokens/s | "
-                f"{state.seconds / 60:.1f} min")
+                f"{state.seconds / 60:.1f} min"
+            )
     if state.step % settings.average_every == 0:
         state.snapshots = (state.snapshots + [(state.step, snapshot(model))])[
             -settings.average_last :
@@ -382,8 +395,10 @@ def fit(
         bar.set_postfix(loss=f"{state.train_log[-1][1]:.3f}", lr=f"{lr:.2e}",
                         tok_s=f"{tok_s:,.0f}")
         _evaluate_and_keep(model, state, settings, valid_batches, log, tok_s)
-        if on_checkpoint and (state.step % settings.checkpoint_every == 0 or
-                              state.seconds - saved_at >= 60 * settings.checkpoint_minutes):
+        if on_checkpoint and (
+            state.step % settings.checkpoint_every == 0
+            or state.seconds - saved_at >= 60 * settings.checkpoint_minutes
+        ):
             on_checkpoint(state)
             saved_at = state.seconds
     bar.close()
