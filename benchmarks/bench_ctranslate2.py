@@ -15,7 +15,7 @@ Four parts, all on a CPU with one thread (torch.set_num_threads(1), CTranslate2 
      same hypothesis); BLEU and chrF of each against both French versions (corpus_scores);
   2. speed, the same cases as bench_peers.py (source S=32 random ids, no padding, every run writes
      exactly n tokens): greedy batch 1 with 256 new tokens, batch 32 with 128, beam 4 at batch 1
-     with 64; ours plain (decode_step, fast=False), ours fast (FastDecoder / fast_step, the default),
+     with 64; ours plain (decode_step, the default), ours fast (FastDecoder / fast_step, step=fast_decoder(...)),
      ours compiled (torch.compile(fast_step) on a static cache, greedy only), PyTorch's dynamic int8
      quantization of the decoder's linear layers (quantize_dynamic; plain step, since FastDecoder reads
      float weights), ours int8 fast (int8_fast_step: fast_step with every product, the output projection
@@ -43,8 +43,8 @@ from _common import RESULTS, device_name, interleaved_medians, write_result
 from transformer_lit.data import (BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer, load_verses,
                                   reference_set, split_by_book)
 from transformer_lit.export import require_ctranslate2, to_ctranslate2
-from transformer_lit.fast import FastDecoder, fast_step
-from transformer_lit.inference import beam_search, greedy_decode, new_cache
+from transformer_lit.fast import FastDecoder, fast_decoder, fast_step
+from transformer_lit.inference import beam_search, greedy_decode, new_cache, output_limit
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.pretrained import load_pretrained
 from transformer_lit.scoring import corpus_scores
@@ -61,9 +61,7 @@ SRC_LEN = 32
 PARTS = ("agreement", "speed", "sizes")
 
 
-def limit_of(n_src: int, max_len: int) -> int:
-    "Chapter 09's budget for a source of n_src pieces (EOS included): n + n // 2 + 10, at most max_len - 1."
-    return min(max_len - 1, n_src + n_src // 2 + 10)
+limit_of = output_limit  # chapter 10's budget for a source of n_src pieces (EOS included)
 
 
 def strip(row: list[int]) -> list[int]:
@@ -85,11 +83,13 @@ def ours_decode(model: Transformer, ids: list[list[int]], beam: int = 1, int8: b
         limits = [limit_of(len(ids[i]) + 1, max_len) for i in chunk]
         if beam == 1:
             rows = (int8_greedy(model, src, max(limits), EOS_ID) if int8 else
-                    greedy_decode(model, src, max(limits), BOS_ID, EOS_ID))
+                    greedy_decode(model, src, max(limits), BOS_ID, EOS_ID,
+                                  step=fast_decoder(model, len(chunk))))
             for r, i in enumerate(chunk):
                 out[i] = strip(rows[r, 1:1 + limits[r]].tolist())
         else:
-            rows = beam_search(model, src, beam, max(limits), BOS_ID, EOS_ID, length_penalty=0.0)
+            rows = beam_search(model, src, beam, max(limits), BOS_ID, EOS_ID, length_penalty=0.0,
+                               step=fast_decoder(model, len(chunk) * beam))
             for r, i in enumerate(chunk):
                 out[i] = strip(rows[r][1:].tolist())
     return out
@@ -216,7 +216,7 @@ class Int8FastDecoder:
 def int8_fast_step(q8: Int8FastDecoder, tokens: Tensor, cache) -> Tensor:
     "fast_step (chapter 10) with every product an int8 one: tokens (B, 1) -> logits (B, V)."
     from transformer_lit.fast import _add_norm, _embed, _norm
-    from transformer_lit.inference import fused_attention
+    from transformer_lit.attention import fused_attention
     import torch.nn.functional as F
     fd, lin = q8.fd, torch.ops.quantized.linear_dynamic
     B, H, D = tokens.shape[0], fd.H, fd.D
@@ -274,16 +274,18 @@ def speed(model: Transformer, tok: SubwordTokenizer, folder: Path, cases, repeat
         pieces = [tok.pieces(r) for r in ids.tolist()]                      # CTranslate2 appends </s>
         fixed = dict(beam_size=beam, min_decoding_length=n, max_decoding_length=n)
         if beam == 1:
-            fns = {"ours_plain": lambda: greedy_decode(model, src, n, BOS_ID, None, fast=False),
-                   "ours_fast": lambda: greedy_decode(model, src, n, BOS_ID, None),
+            fns = {"ours_plain": lambda: greedy_decode(model, src, n, BOS_ID, None),
+                   "ours_fast": lambda: greedy_decode(model, src, n, BOS_ID, None,
+                                                      step=fast_decoder(model, src.shape[0])),
                    "ours_compiled": lambda: compiled_greedy(model, src, n),
-                   "ours_int8_plain": lambda: greedy_decode(q8, src, n, BOS_ID, None, fast=False),
+                   "ours_int8_plain": lambda: greedy_decode(q8, src, n, BOS_ID, None),
                    "ours_int8_fast": lambda: int8_greedy(model, src, n)}
             assert torch.equal(fns["ours_compiled"](), fns["ours_fast"]()), "compiled step changed tokens"
         else:   # UNK as eos: the model never writes it here (asserted below), so every beam runs n steps
-            fns = {"ours_plain": lambda: beam_search(model, src, beam, n, BOS_ID, UNK_ID, 0.6, fast=False),
-                   "ours_fast": lambda: beam_search(model, src, beam, n, BOS_ID, UNK_ID, 0.6),
-                   "ours_int8_plain": lambda: beam_search(q8, src, beam, n, BOS_ID, UNK_ID, 0.6, fast=False)}
+            fns = {"ours_plain": lambda: beam_search(model, src, beam, n, BOS_ID, UNK_ID, 0.6),
+                   "ours_fast": lambda: beam_search(model, src, beam, n, BOS_ID, UNK_ID, 0.6,
+                                                    step=fast_decoder(model, src.shape[0] * beam)),
+                   "ours_int8_plain": lambda: beam_search(q8, src, beam, n, BOS_ID, UNK_ID, 0.6)}
         fns.update({f"ct2_{q}": (lambda t=t: t.translate_batch(pieces, **fixed)) for q, t in tr.items()})
         for key, fn in fns.items():   # every decoder writes exactly n tokens per sentence
             out = fn()

@@ -49,7 +49,7 @@ from torch import Tensor, nn
 from _common import device_name, interleaved_medians, write_result
 from bench_model import ADAM, TorchModel, check_same_model
 from transformer_lit.data import Batch
-from transformer_lit.fast import use_onednn
+from transformer_lit.fast import fast_decoder, fast_train_step, use_onednn
 from transformer_lit.inference import beam_search, greedy_decode
 from transformer_lit.model import Transformer, TransformerConfig, load_torch_transformer
 from transformer_lit.fast import use_onednn_products
@@ -118,7 +118,7 @@ SETUP_DIFFERENCES = [
     "an id that, checked before timing, never ends a best hypothesis early (recorded as beam_eos_id); "
     "both return 1 + n tokens (asserted). Every beam is computed every step on both sides regardless.",
     "Decoding: Marian runs generate() with its default DynamicCache and logits processors, ours the "
-    "package's KVCache and its fast step (greedy_decode / beam_search with their defaults; "
+    "package's KVCache and its fast step (greedy_decode / beam_search with step=fast_decoder(...), the command line's route; "
     "FastDecoder, chapter 10); attention on both sides goes through "
     "F.scaled_dot_product_attention (Marian's attn_implementation is recorded).",
     "Products when decoding: from 4 rows a step (greedy at batch 32, beam 4 at batch 1) ours "
@@ -281,7 +281,7 @@ def make_our_train_step(model: Transformer, batch: tuple[Tensor, Tensor, Tensor]
     optimizer = make_optimizer(model, settings)
     src, tgt_in, tgt_out = batch
     rows = Batch(src, tgt_in, tgt_out, torch.arange(src.shape[0]))
-    return lambda: train_step(model, rows, optimizer, ADAM["lr"], settings, fast=True).loss
+    return lambda: fast_train_step(model, rows, optimizer, ADAM["lr"], settings).loss
 
 
 def decode_models(sizes: Sizes) -> tuple[Transformer, nn.Module]:
@@ -322,11 +322,12 @@ def run_decoding(case: Case, ours: Transformer, marian: nn.Module, repeats: int,
     n, row = case.new_tokens, {**asdict(case)}
     row["ours_onednn"] = use_onednn(ours, case.batch * case.beam)
     if case.kind == "greedy":
-        fns = {"ours": lambda: greedy_decode(ours, src, n, BOS),
+        fns = {"ours": lambda: greedy_decode(ours, src, n, BOS, step=fast_decoder(ours, src.shape[0])),
                "marian": marian_generate(marian, src, n)}
     else:
         eos = row["beam_eos_id"] = unreached_eos(ours, src, n, case.beam)
-        fns = {"ours": lambda: beam_search(ours, src, case.beam, n, BOS, eos, ALPHA),
+        fns = {"ours": lambda: beam_search(ours, src, case.beam, n, BOS, eos, ALPHA,
+                                          step=fast_decoder(ours, src.shape[0] * case.beam)),
                "marian": marian_generate(marian, src, n, case.beam)}
     out = {name: list(fn()) for name, fn in fns.items()}   # per sentence: bos + the tokens written
     written = {name: sum(len(t) - 1 for t in rows) for name, rows in out.items()}

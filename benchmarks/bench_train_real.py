@@ -26,7 +26,7 @@ from transformer_lit.data import load_verses, make_batches, split_by_book, versi
 from transformer_lit.model import Transformer
 from transformer_lit.pretrained import load_pretrained
 from transformer_lit.recipe import preset_config, preset_settings
-from transformer_lit.training import make_optimizer, train_step
+from transformer_lit.training import make_optimizer
 
 
 def time_preset(preset: str, examples, n_batches: int, vocab: int) -> dict:
@@ -47,7 +47,7 @@ def time_preset(preset: str, examples, n_batches: int, vocab: int) -> dict:
             model, optimizer = sides[name]
             with mock.patch.object(fast, "use_onednn_products", lambda m, o=name == "onednn": o):
                 start = time.perf_counter()
-                train_step(model, batch, optimizer, 1e-4, settings, fast=True)
+                fast.fast_train_step(model, batch, optimizer, 1e-4, settings)
                 elapsed = time.perf_counter() - start
             if i >= 2:                       # the first two batches warm up
                 seconds[name].append(elapsed)

@@ -2,7 +2,7 @@
 write a subword n-gram it has already written (the `no_repeat_ngram_size` of common toolkits).
 
 An experiment, not the package's decoding: the loop below is chapter 10's cached greedy loop
-with one mask added, and it plugs into scoring.translate_batched. n is chosen on the validation
+with one mask added, and it plugs into inference.decode_in_batches. n is chosen on the validation
 books (BLEU with both references); the test books are then scored once with that n, greedy, next
 to plain greedy decoding, with the loop counter of chapter 09d (against Louis Segond alone).
 
@@ -17,9 +17,10 @@ from pathlib import Path
 import torch
 
 from transformer_lit.data import BOS_ID, EOS_ID, load_verses, reference_set, split_by_book
-from transformer_lit.inference import decode_step, new_cache, translate
+from transformer_lit.analysis import repeated_ngrams
+from transformer_lit.inference import decode_in_batches, decode_step, new_cache, translate
 from transformer_lit.pretrained import PRETRAINED_SHA256, load_pretrained
-from transformer_lit.scoring import corpus_scores, repeated_ngrams, translate_batched
+from transformer_lit.scoring import corpus_scores
 from transformer_lit.checkpoints import describe_device
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,8 +63,8 @@ def run(model, tokenizer, sources, refs, n: int | None) -> dict:
     if n is None:
         hyps = translate(model, tokenizer, sources)
     else:
-        hyps = translate_batched(model, tokenizer, sources,
-                                 lambda src, k: greedy_no_repeat(model, src, k, n))
+        hyps = decode_in_batches(model, tokenizer, sources,
+                                 lambda src, limits: greedy_no_repeat(model, src, int(limits.max()), n)).texts
     lsg = refs["l"]
     loops = sum(bool(repeated_ngrams(h, [r])) for h, r in zip(hyps, lsg)) / len(hyps)
     return {**corpus_scores(hyps, refs), "loop": loops, "seconds": time.perf_counter() - t,

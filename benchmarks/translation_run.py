@@ -24,7 +24,7 @@ from _common import disable_cudnn_attention, timed, write_result
 from transformer_lit.cli import main as transformer_lit
 from transformer_lit.data import BOOKS, SubwordTokenizer, load_pairs, split_by_book
 from transformer_lit.inference import translate
-from transformer_lit.scoring import bleu, greedy_translate
+from transformer_lit.scoring import bleu
 from transformer_lit.checkpoints import load_checkpoint, model_from_checkpoint
 
 
@@ -62,7 +62,7 @@ def main() -> None:
     sources, references = [p.en for p in test], [p.fr for p in test]
 
     scores, seconds, outputs = {"copy the source": bleu(sources, references)}, {}, {}
-    systems = {"greedy, no cache": lambda m: greedy_translate(m, tokenizer, sources),
+    systems = {"greedy, no cache": lambda m: translate(m, tokenizer, sources, use_cache=False),
                "greedy, cached": lambda m: translate(m, tokenizer, sources),
                f"beam search ({args.beam}), cached": lambda m: translate(m, tokenizer, sources, beam_size=args.beam)}
     for weights, model in models.items():

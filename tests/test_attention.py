@@ -39,6 +39,11 @@ def make_pair(D: int, H: int, seed: int) -> tuple[MultiHeadAttention, nn.Multihe
     return copy_from_torch_mha(MultiHeadAttention(D, H), theirs).eval(), theirs.eval()
 
 
+
+def call(mha, q, k, v, mask, need_weights: bool):
+    "mha's output (B, Tq, D) by the fused path (forward) or the explicit one (forward_with_weights)."
+    return mha.forward_with_weights(q, k, v, mask=mask)[0] if need_weights else mha(q, k, v, mask=mask)
+
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("kind", MASK_KINDS)
 @pytest.mark.parametrize("need_weights", [False, True])
@@ -50,11 +55,13 @@ def test_matches_torch_multihead_attention(shape, kind, need_weights):
     mask = make_mask(kind, B, H, Tq, Tk, seed=2)
     attn_mask = None if mask is None else to_torch_attn_mask(mask, (B, H, Tq, Tk))   # theirs: True = blocked
     expected, expected_weights = theirs(query, memory, memory, attn_mask=attn_mask, need_weights=need_weights)
-    got = ours(query, memory, memory, mask=mask, need_weights=need_weights)
-    if need_weights:
-        got, weights = got
+    if need_weights:   # the explicit path, which also returns the weights
+        got, weights = ours.forward_with_weights(query, memory, memory, mask=mask)
         assert weights.shape == (B, H, Tq, Tk)
         torch.testing.assert_close(weights.mean(dim=1), expected_weights)   # theirs averages over heads
+    else:
+        got = ours(query, memory, memory, mask=mask)
+        assert isinstance(got, torch.Tensor)   # one tensor, whatever is passed
     torch.testing.assert_close(got, expected)
 
 
@@ -89,7 +96,7 @@ def test_explicit_and_fused_paths_agree(shape, kind):
     mha = MultiHeadAttention(D, H).eval()
     query, memory = torch.randn(B, Tq, D), torch.randn(B, Tk, D)
     mask = make_mask(kind, B, H, Tq, Tk, seed=6)
-    explicit, _ = mha(query, memory, memory, mask=mask, need_weights=True)
+    explicit, _ = mha.forward_with_weights(query, memory, memory, mask=mask)
     torch.testing.assert_close(mha(query, memory, memory, mask=mask), explicit)
     if Tq == Tk:   # self-attention: stacked projection == three separate projections
         torch.testing.assert_close(mha(query, query, query, mask=mask), mha(query, query.clone(), query.clone(), mask=mask))
@@ -135,12 +142,10 @@ def test_gradcheck_multihead_attention(need_weights):
     mask = torch.tensor([[True, True, False, False], [True, True, True, True]])[:, None, None, :]   # (B, 1, 1, Tk)
 
     def f(q, k, v):
-        out = mha(q, k, v, mask=mask, need_weights=need_weights)
-        return out[0] if need_weights else out
+        return call(mha, q, k, v, mask, need_weights)
 
     assert torch.autograd.gradcheck(f, (query, key, value))
-    assert torch.autograd.gradcheck(lambda x: mha(x, x, x, need_weights=need_weights)[0] if need_weights
-                                    else mha(x, x, x), (query,))
+    assert torch.autograd.gradcheck(lambda x: call(mha, x, x, x, None, need_weights), (query,))
     f(query, key, value).sum().backward()
     for name, p in mha.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
@@ -162,8 +167,7 @@ def test_fully_masked_rows_give_zeros(dtype, need_weights):
         assert not heads.isnan().any()
         assert (heads[0, :, 0] == 0).all()
     assert (weights[0, :, 0] == 0).all()
-    out = mha(x, x, x, mask=mask, need_weights=need_weights)
-    out = out[0] if need_weights else out
+    out = call(mha, x, x, x, mask, need_weights)
     assert out.dtype == dtype and not out.isnan().any()
     torch.testing.assert_close(out[0, 0], mha.out_proj.bias)   # zero heads: only W^O's bias is left
 
@@ -174,8 +178,7 @@ def test_fully_masked_rows_have_finite_gradients(need_weights):
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(1, 3, 8, requires_grad=True)
     mask = torch.tensor([[False, False, False], [True, False, False], [True, True, False]])
-    out = mha(x, x, x, mask=mask, need_weights=need_weights)
-    (out[0] if need_weights else out).sum().backward()
+    call(mha, x, x, x, mask, need_weights).sum().backward()
     assert torch.isfinite(x.grad).all()
     assert all(torch.isfinite(p.grad).all() for p in mha.parameters())
 
@@ -186,12 +189,12 @@ def test_eval_is_deterministic_and_dropout_acts_only_in_training():
     mha = MultiHeadAttention(16, 4, dropout=0.3)
     mha.eval()
     for need_weights in (False, True):
-        a, b = mha(x, x, x, need_weights=need_weights), mha(x, x, x, need_weights=need_weights)
+        a, b = call(mha, x, x, x, None, need_weights), call(mha, x, x, x, None, need_weights)
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     evaluated = mha(x, x, x)
     mha.train()
     assert not torch.allclose(mha(x, x, x), mha(x, x, x))
-    assert not torch.allclose(mha(x, x, x, need_weights=True)[0], evaluated)
+    assert not torch.allclose(mha.forward_with_weights(x, x, x)[0], evaluated)
     plain = MultiHeadAttention(16, 4, dropout=0.0)
     plain.load_state_dict(mha.state_dict())
     plain.train()
@@ -248,8 +251,8 @@ BAD_INPUTS = [
     ("3-D mask", lambda: MHA(X, MEM, MEM, mask=torch.ones(B, T, S, dtype=torch.bool)), ValueError, "mask"),
     ("wrong Tk", lambda: MHA(X, MEM, MEM, mask=torch.ones(T, S + 1, dtype=torch.bool)), ValueError, "mask"),
     ("wrong head count", lambda: MHA(X, MEM, MEM, mask=torch.ones(B, 3, T, S, dtype=torch.bool)), ValueError, "mask"),
-    ("wrong mask on the explicit path", lambda: MHA(X, MEM, MEM, mask=torch.ones(B, S, dtype=torch.bool),
-                                                     need_weights=True), ValueError, "mask"),
+    ("wrong mask on the explicit path", lambda: MHA.forward_with_weights(X, MEM, MEM, mask=torch.ones(B, S, dtype=torch.bool)),
+     ValueError, "mask"),
     ("sdpa q/k widths", lambda: scaled_dot_product_attention(X, MEM[..., :8], MEM), ValueError, "q and k"),
     ("sdpa k/v lengths", lambda: scaled_dot_product_attention(X, MEM, MEM[:, :3]), ValueError, "k and v"),
     ("sdpa float mask", lambda: attention_weights(X, MEM, torch.zeros(T, S)), TypeError, "mask"),

@@ -230,3 +230,42 @@ def test_layer_rejects_bad_input():
         layer(y, memory, tgt_mask=causal_mask(5).float())
     with pytest.raises(ValueError, match="mask"):
         layer(y, memory, tgt_mask=causal_mask(4))                        # (4, 4) for T = 5
+
+
+# ---------------------------------------------------------------- the cached step is the layer's own forward
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_with_a_cache_equals_the_decoder_without(norm_first):
+    "Decoder.forward(..., cache=...) position by position == one uncached pass; a batch == each row alone."
+    from transformer_lit.inference import new_cache
+    from transformer_lit.masking import causal_mask, padding_mask
+    from transformer_lit.model import Transformer, TransformerConfig
+    torch.manual_seed(31)
+    model = Transformer(TransformerConfig.tiny(norm_first=norm_first)).eval()
+    g = torch.Generator().manual_seed(32)
+    src, tgt = torch.randint(3, 50, (3, 7), generator=g), torch.randint(3, 60, (3, 6), generator=g)
+    src[1, 4:] = 0
+    with torch.no_grad():
+        memory = model.encode(src)
+        y = model.pos(model.tgt_embed(tgt) * model.config.d_model ** 0.5)        # (B, T, D)
+        full = model.decoder(y, memory, causal_mask(6), padding_mask(src, 0))   # (B, T, D)
+        cache = new_cache(model, memory, src, max_len=6)
+        steps = torch.cat([model.decoder(y[:, t:t + 1], None, cache=cache) for t in range(6)], dim=1)
+        assert cache.length == 6
+        torch.testing.assert_close(steps, full)
+        for b in range(3):   # one row alone, its padding cut off
+            s = src[b:b + 1, : int((src[b] != 0).sum())]
+            alone = new_cache(model, model.encode(s), s, max_len=6)
+            row = torch.cat([model.decoder(y[b:b + 1, t:t + 1], None, cache=alone) for t in range(6)], dim=1)
+            torch.testing.assert_close(row, full[b:b + 1])
+
+
+def test_the_cache_is_duck_typed():
+    "The decoder knows only the protocol: layer(i) with self_attn/cross_attn parts, and advance()."
+    import inspect
+
+    import transformer_lit.attention as attention
+    import transformer_lit.decoder as decoder
+    for module in (attention, decoder):
+        source = inspect.getsource(module)
+        assert "inference" not in source.split('"""', 2)[2].split("__all__")[0], module   # no import of chapter 10

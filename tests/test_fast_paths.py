@@ -3,11 +3,14 @@ FastDecoder's decoding step against decode_step, greedy and beam search both way
 train_step's projection of the target positions only against the full logits, and
 packed_decoder_states (the position-wise layers on real tokens only) against decoder_states."""
 
+import warnings
+
 import pytest
 import torch
 
 from transformer_lit.data import Batch
-from transformer_lit.fast import FastDecoder, fast_step, use_onednn
+from transformer_lit.fast import (FastDecoder, FastStepFallback, decoder_for, fast_decoder, fast_step,
+                                  fast_train_step, training_step_for, use_onednn)
 from transformer_lit.inference import beam_search, decode_step, greedy_decode, new_cache
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.fast import from_grid, packed_decoder_states, rows_of, to_grid
@@ -64,8 +67,9 @@ def test_fast_step_equals_decode_step(config, static, onednn):
 def test_greedy_fast_equals_explicit(config, seed):
     model, src = model_and_source(seed, **config)
     for eos_id in (None, 7):
-        fast = greedy_decode(model, src, 20, bos_id=1, eos_id=eos_id)
-        explicit = greedy_decode(model, src, 20, bos_id=1, eos_id=eos_id, fast=False)
+        step = fast_decoder(model, src.shape[0])
+        fast = greedy_decode(model, src, 20, bos_id=1, eos_id=eos_id, step=step)
+        explicit = greedy_decode(model, src, 20, bos_id=1, eos_id=eos_id)
         assert torch.equal(fast, explicit), (seed, eos_id)
 
 
@@ -74,8 +78,9 @@ def test_greedy_fast_equals_explicit(config, seed):
 def test_beam_fast_equals_explicit(config, beam):
     model, src = model_and_source(3, **config)
     budgets = torch.tensor([15, 6, 15, 9])  # one budget per sentence
-    fast = beam_search(model, src, beam, budgets, bos_id=1, eos_id=2)
-    explicit = beam_search(model, src, beam, budgets, bos_id=1, eos_id=2, fast=False)
+    step = fast_decoder(model, src.shape[0] * beam)
+    fast = beam_search(model, src, beam, budgets, bos_id=1, eos_id=2, step=step)
+    explicit = beam_search(model, src, beam, budgets, bos_id=1, eos_id=2)
     assert len(fast) == len(explicit) == 4
     assert all(torch.equal(a, b) for a, b in zip(fast, explicit))
 
@@ -109,16 +114,37 @@ def test_fast_decoder_rejects_bad_rows(rows):
         FastDecoder(model, rows=rows)
 
 
-def test_fast_decoder_needs_eval_mode_and_decoding_falls_back():
+def test_fast_decoder_needs_eval_mode_and_decoder_for_chooses_it():
     model, src = model_and_source(0)
+    assert decoder_for(model) is fast_decoder   # eval mode: the fast step
     model.train()
     with pytest.raises(ValueError, match="model.eval"):
         FastDecoder(model)
-    torch.manual_seed(5)
-    a = greedy_decode(model, src, 5, bos_id=1)  # training mode: the explicit step
-    torch.manual_seed(5)
-    b = greedy_decode(model, src, 5, bos_id=1, fast=False)
-    assert torch.equal(a, b)
+    assert decoder_for(model) is None   # training mode: the plain step, which applies dropout
+    assert training_step_for(model) is fast_train_step
+
+
+def test_translate_takes_the_decoder_it_is_given(monkeypatch):
+    "translate(..., decoder=fast_decoder) steps through fast_step only, and writes what the plain step writes."
+    import transformer_lit.fast as fast_module
+    from transformer_lit.data import train_tokenizer
+    from transformer_lit.inference import translate
+    english = ["In the beginning God created the heavens and the earth.", "The earth was formless and empty."]
+    tokenizer = train_tokenizer(english + ["Au commencement, Dieu créa les cieux et la terre."], vocab_size=70)
+    torch.manual_seed(0)
+    V = tokenizer.vocab_size
+    model = Transformer(TransformerConfig.tiny(V, V, share_embeddings=True)).eval()
+    calls = []
+    real = fast_module.fast_step
+    monkeypatch.setattr(fast_module, "fast_step", lambda *a: calls.append(1) or real(*a))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # a random model never ends: its outputs are cut
+        for beam in (1, 3):
+            calls.clear()
+            fast = translate(model, tokenizer, english, beam_size=beam, decoder=decoder_for(model))
+            assert calls, beam
+            n = len(calls)
+            assert fast == translate(model, tokenizer, english, beam_size=beam) and len(calls) == n
 
 
 def test_reorder_without_cross_keeps_the_cross_half():
@@ -148,8 +174,8 @@ def test_train_step_projects_only_target_positions(norm_first, smoothing):
         torch.manual_seed(1)
         model = Transformer(TransformerConfig.tiny(norm_first=norm_first, dropout=0.0))
         optimizer = make_optimizer(model, settings)
-        fast = name == "projected"  # the fast step: target positions only
-        terms = train_step(model, batch, optimizer, 1e-3, settings, fast=fast)
+        step = fast_train_step if name == "projected" else train_step  # fast: targets only
+        terms = step(model, batch, optimizer, 1e-3, settings)
         grads = {n: p.grad.clone() for n, p in model.named_parameters()}
         out[name] = terms, grads, model.state_dict()
     torch.testing.assert_close(out["projected"][0].loss, out["every"][0].loss)
@@ -276,7 +302,7 @@ def test_static_step_reads_only_device_state(fast):
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 def test_fast_and_plain_steps_agree_in_float64(norm_first, smoothing):
-    "train_step(fast=True) and the plain step: equal loss, NLL and gradients in float64."
+    "fast_train_step and the plain train_step: equal loss, NLL and gradients in float64."
     g = torch.Generator().manual_seed(3)
     src = torch.randint(3, 50, (4, 9), generator=g)
     tgt = torch.randint(3, 60, (4, 8), generator=g)
@@ -290,8 +316,8 @@ def test_fast_and_plain_steps_agree_in_float64(norm_first, smoothing):
         torch.manual_seed(2)
         model = Transformer(TransformerConfig.tiny(norm_first=norm_first, dropout=0.0))
         model = model.double()
-        terms = train_step(model, batch, make_optimizer(model, settings), 0.0, settings,
-                           fast=fast)
+        step = fast_train_step if fast else train_step
+        terms = step(model, batch, make_optimizer(model, settings), 0.0, settings)
         out[fast] = terms, {n: p.grad for n, p in model.named_parameters()}
     assert out[True][0].loss.dtype == torch.float64
     torch.testing.assert_close(out[True][0].loss, out[False][0].loss, rtol=1e-12, atol=1e-12)
@@ -300,20 +326,28 @@ def test_fast_and_plain_steps_agree_in_float64(norm_first, smoothing):
         torch.testing.assert_close(out[True][1][n], grad, rtol=1e-9, atol=1e-12)
 
 
-def test_fit_takes_the_fast_step_by_default(monkeypatch):
-    "fit's switch: fast=True (the default) calls fast_loss, fast=False never does."
+def test_fit_takes_the_step_it_is_given(monkeypatch):
+    "fit(step=fast_train_step) calls fast_loss at every step, also with a parallel that hands back the model;"
+    " fit's default (train_step) never does; with a real wrapper the fast step falls back, visibly."
+    import transformer_lit.fast as fast_module
     import transformer_lit.training as training
     calls = []
-    real = training.fast_loss
-    monkeypatch.setattr(training, "fast_loss", lambda *a: calls.append(1) or real(*a))
+    real = fast_module.fast_loss
+    monkeypatch.setattr(fast_module, "fast_loss", lambda *a: calls.append(1) or real(*a))
     from transformer_lit.data import EncodedPair
     pairs = [EncodedPair(i, [3 + i % 7, 4, 5], [6, 7 + i % 5]) for i in range(16)]
-    for fast, expected in ((True, 2), (False, 0)):
+    wrapper = lambda m: (lambda src, tgt: m(src, tgt))   # stands for DDP: called as the model is
+    for kwargs, expected in (({"step": fast_train_step}, 2), ({}, 0),
+                             ({"step": fast_train_step, "parallel": lambda m: m}, 2),
+                             ({"step": fast_train_step, "parallel": wrapper}, 0)):
         calls.clear()
         torch.manual_seed(0)
         model = Transformer(TransformerConfig.tiny())
         settings = TrainSettings(max_steps=2, max_tokens=64, eval_every=1000)
-        kwargs = {} if fast else {"fast": False}
-        training.fit(model, make_optimizer(model, settings), pairs, pairs, settings,
-                     progress=False, log=None, **kwargs)
-        assert len(calls) == expected
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            training.fit(model, make_optimizer(model, settings), pairs, pairs, settings,
+                         progress=False, log=None, **kwargs)
+        assert len(calls) == expected, kwargs
+        fell_back = [w for w in caught if w.category is FastStepFallback]
+        assert bool(fell_back) == (kwargs.get("parallel") is wrapper), kwargs

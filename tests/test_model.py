@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer_lit.masking import causal_mask
-from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached, load_torch_transformer
+from transformer_lit.model import (Transformer, TransformerConfig, check_tokens, greedy_decode_uncached,
+                                   load_torch_transformer)
 
 CASES = [(1, 5, 4), (3, 7, 5), (4, 6, 9)]   # (B, S, T): batch 1 and > 1, S != T
 PAD, BOS, EOS = 0, 1, 2
@@ -306,12 +307,24 @@ def test_rejects_bad_tokens(tiny_model):
         tiny_model(src > 3, tgt)                                  # bool is not token ids
     with pytest.raises(ValueError, match="src"):
         tiny_model(src[0], tgt)                                   # (S,) instead of (B, S)
-    with pytest.raises(ValueError, match="src"):
-        tiny_model(src.clone().fill_(50), tgt)                    # src_vocab_size = 50
-    with pytest.raises(ValueError, match="tgt"):
-        tiny_model(src, tgt.clone().fill_(-1))
-    with pytest.raises(ValueError, match="tgt"):
-        tiny_model(src, torch.full((2, 3), 60))                   # tgt_vocab_size = 60
+
+
+def test_ids_are_checked_where_they_enter_not_in_forward(tiny_model):
+    "Ids outside the vocabulary: check_tokens (at the decoding entry points) names them; forward reads no id."
+    src, tgt = tokens(2, 5, 4, tiny_model.config, seed=17)
+    c = tiny_model.config
+    with pytest.raises(ValueError, match=r"src ids must lie in \[0, 50\), got min 50, max 50"):
+        check_tokens("src", src.clone().fill_(50), c.src_vocab_size, c.max_len)   # src_vocab_size = 50
+    with pytest.raises(ValueError, match=r"tgt ids must lie in \[0, 60\), got min -1"):
+        check_tokens("tgt", tgt.clone().fill_(-1), c.tgt_vocab_size, c.max_len)
+    with pytest.raises(ValueError, match="src ids must lie"):
+        greedy_decode_uncached(tiny_model, src.clone().fill_(50), 3, bos_id=1)
+    with pytest.raises(TypeError, match="src"):
+        check_tokens("src", src.float(), c.src_vocab_size, c.max_len)
+    check_tokens("src", src, c.src_vocab_size, c.max_len)   # good ids pass
+    # forward does no look at the values (no device sync): a bad id fails in the lookup itself
+    with pytest.raises(IndexError):
+        tiny_model(src.clone().fill_(50), tgt)
 
 
 def test_rejects_sequences_longer_than_max_len(tiny_model):

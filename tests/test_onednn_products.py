@@ -153,7 +153,7 @@ def test_train_step_multiplies_by_the_chosen_library(monkeypatch):
         torch.manual_seed(1)
         model = Transformer(TransformerConfig.tiny(dropout=0.0))
         opt = make_optimizer(model, settings)
-        terms = train_step(model, batch, opt, 1e-3, settings, fast=True)
+        terms = fast.fast_train_step(model, batch, opt, 1e-3, settings)
         out[onednn] = terms.loss, {n: p.grad for n, p in model.named_parameters()}
         # every product of the step, forward and backward, or none
         assert (len(calls) > 40) if onednn else not calls

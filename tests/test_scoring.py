@@ -1,15 +1,14 @@
-"""Scoring (chapter 09d): like-for-like tables, the failure-mode counters on made-up outputs with
-known answers, and the modern sentences' loader. Scores are checked against sacrebleu itself."""
+"""Scoring (chapter 09d): like-for-like tables; analysis (chapter 09e): the failure-mode counters on
+made-up outputs with known answers, and the modern sentences' loader. Scores are checked against sacrebleu itself."""
 from __future__ import annotations
 
 import pytest
 import sacrebleu
 
-from transformer_lit.scoring import (LENGTH_BAND, bleu, corpus_scores, failure_modes,
-                                     length_ratio, like_for_like, load_modern_pairs,
-                                     merge_names, modern_path, name_dictionary, name_errors,
-                                     reference_scores, repeated_ngrams, tokens,
-                                     untranslated_words, vocabulary)
+from transformer_lit.analysis import (LENGTH_BAND, failure_modes, length_ratio, load_modern_pairs,
+                                      merge_names, modern_path, name_dictionary, name_errors,
+                                      repeated_ngrams, tokens, untranslated_words, vocabulary)
+from transformer_lit.scoring import bleu, corpus_scores, like_for_like, reference_scores
 
 LSG = ["Le roi dit à Daniel: Ton Dieu est le Dieu des dieux.",
        "Et Naomi dit à Ruth: Va, ma fille.",
@@ -194,7 +193,7 @@ def test_the_ladder_results_are_complete_and_match_their_sources():
 
 def test_the_corpus_lexicon_holds_both_languages_and_the_names():
     from transformer_lit.data import Verse
-    from transformer_lit.scoring import corpus_lexicon
+    from transformer_lit.analysis import corpus_lexicon
 
     verses = [Verse(8, 1, i, {"4": "Naomi said to her.", "k": "Naomi said and went.",
                               "l": "Naomi lui dit.", "5": "Et Naomi dit."}) for i in range(1, 4)]
@@ -204,14 +203,13 @@ def test_the_corpus_lexicon_holds_both_languages_and_the_names():
     assert {"naomi", "lui", "dit", "et"} <= lexicon.french
 
 
-def test_greedy_translate_writes_what_the_cached_greedy_loop_writes():
+def test_the_plain_loop_writes_what_the_cached_greedy_loop_writes():
     import torch
 
     from transformer_lit.inference import translate
     from transformer_lit.pretrained import load_pretrained
-    from transformer_lit.scoring import greedy_translate
 
     torch.set_num_threads(1)
     model, tokenizer = load_pretrained()
     sentences = ["We love Him.", "Where is the train station?", "The king said to Daniel."]
-    assert greedy_translate(model, tokenizer, sentences) == translate(model, tokenizer, sentences)
+    assert translate(model, tokenizer, sentences, use_cache=False) == translate(model, tokenizer, sentences)

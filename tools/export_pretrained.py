@@ -33,10 +33,9 @@ from transformer_lit.data import (BOOKS, VERSIONS, SubwordTokenizer, load_verses
                                   split_by_book)
 from transformer_lit.inference import translate
 from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, pretrained_path)
-from transformer_lit.scoring import (LENGTH_BAND, corpus_lexicon, failure_modes, like_for_like,
-                                     load_modern_pairs, name_errors, reference_scores, repeated_ngrams,
-                                     untranslated_words)
-from transformer_lit.scoring import corpus_scores
+from transformer_lit.analysis import (LENGTH_BAND, corpus_lexicon, failure_modes, load_modern_pairs,
+                                      name_errors, repeated_ngrams, untranslated_words)
+from transformer_lit.scoring import corpus_scores, like_for_like, reference_scores
 from transformer_lit.checkpoints import (
     load_checkpoint,
     model_from_checkpoint,

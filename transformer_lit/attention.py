@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -13,7 +14,8 @@ from torch import Tensor, nn
 
 # %% auto #0
 __all__ = ['check_mask', 'open_empty_rows', 'attention_weights', 'scaled_dot_product_attention', 'split_heads', 'merge_heads',
-           'fused_attention', 'check_qkv', 'MultiHeadAttention', 'copy_from_torch_mha', 'to_torch_attn_mask']
+           'fused_attention', 'check_qkv', 'AttentionCache', 'MultiHeadAttention', 'copy_from_torch_mha',
+           'to_torch_attn_mask']
 
 # %% ../nbs/02_attention.ipynb #cf63ac32
 def check_mask(mask: Tensor, shape: tuple[int, ...]) -> None:
@@ -125,6 +127,15 @@ def check_qkv(query: Tensor, key: Tensor, value: Tensor, d_model: int) -> None:
             f"{key.shape[0]}, {value.shape[0]}"
         )
 
+# %% ../nbs/02_attention.ipynb #3dc5ad03
+class AttentionCache(Protocol):
+    """What MultiHeadAttention needs of a KV cache's slot (chapter 10 builds one): the
+    keys and values to attend to, (B, H, Tk, Dh) each, and their mask (or None)."""
+
+    def keys_values(
+        self, attn: MultiHeadAttention, key: Tensor, value: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor | None]: ...
+
 # %% ../nbs/02_attention.ipynb #3f428172
 class MultiHeadAttention(nn.Module):
     """Multi-head attention (§3.2.2): query (B, Tq, D), key and value (B, Tk, D) -> (B,
@@ -171,20 +182,11 @@ class MultiHeadAttention(nn.Module):
         )
 
     def attend_heads(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        mask: Tensor | None = None,
-        need_weights: bool = False,
-    ):
-        """Attend with projected q (B, H, Tq, Dh), k, v (B, H, Tk, Dh); merge, apply
-        W^O: -> (B, Tq, D)."""
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
+    ) -> Tensor:
+        """Attend with projected q (B, H, Tq, Dh), k, v (B, H, Tk, Dh) by the fused
+        kernel; merge, apply W^O: -> (B, Tq, D)."""
         p = self.dropout if self.training else 0.0
-        if need_weights:  # explicit path: keeps the weights (before dropout)
-            weights = attention_weights(q, k, mask)  # (B, H, Tq, Tk)
-            heads = F.dropout(weights, p) @ v  # (B, H, Tq, Tk) @ (B, H, Tk, Dh)
-            return self.out_proj(merge_heads(heads)), weights
         # (B, H, Tq, Dh) -> (B, Tq, D)
         return self.out_proj(merge_heads(fused_attention(q, k, v, mask, p)))
 
@@ -194,14 +196,29 @@ class MultiHeadAttention(nn.Module):
         key: Tensor,
         value: Tensor,
         mask: Tensor | None = None,
-        need_weights: bool = False,
-    ):
-        """mask (True = may attend) broadcasts to (B, H, Tq, Tk) -> (B, Tq, D) [,
-        weights (B, H, Tq, Tk)]."""
+        cache: AttentionCache | None = None,
+    ) -> Tensor:
+        """mask (True = may attend) broadcasts to (B, H, Tq, Tk) -> (B, Tq, D). cache:
+        keys, values and their mask come from it; only the query is projected."""
+        if cache is None:
+            check_qkv(query, key, value, self.d_model)
+            q, k, v = self.project_qkv(query, key, value)
+        else:  # decoding one position (chapter 10): the cache keeps keys and values
+            q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Tq, Dh)
+            k, v, mask = cache.keys_values(self, key, value)  # (B, H, Tk, Dh) each
+        return self.attend_heads(q, k, v, mask)
+
+    def forward_with_weights(
+        self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """forward by the explicit path, for pictures and checks: -> (B, Tq, D) and the
+        weights (B, H, Tq, Tk), before dropout."""
         check_qkv(query, key, value, self.d_model)
-        B, Tq, D = query.shape  # key, value: (B, Tk, D)
         q, k, v = self.project_qkv(query, key, value)
-        return self.attend_heads(q, k, v, mask, need_weights)
+        weights = attention_weights(q, k, mask)  # (B, H, Tq, Tk)
+        p = self.dropout if self.training else 0.0
+        heads = F.dropout(weights, p) @ v  # (B, H, Tq, Tk) @ (B, H, Tk, Dh)
+        return self.out_proj(merge_heads(heads)), weights
 
 # %% ../nbs/02_attention.ipynb #0678e6a0
 @torch.no_grad()

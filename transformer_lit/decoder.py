@@ -5,10 +5,12 @@
 # %% ../nbs/07_decoder.ipynb #2cfdecf0
 from __future__ import annotations
 
+from typing import Protocol
+
 import torch
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention
+from .attention import AttentionCache, MultiHeadAttention
 from transformer_lit.encoder import (
     check_layer_sizes,
     check_torch_layer,
@@ -18,7 +20,24 @@ from .ffn import FeedForward
 from .norms import LayerNorm, ResidualNorm
 
 # %% auto #0
-__all__ = ['DecoderLayer', 'copy_from_torch_decoder_layer', 'Decoder']
+__all__ = ['LayerCache', 'DecoderCache', 'DecoderLayer', 'copy_from_torch_decoder_layer', 'Decoder']
+
+# %% ../nbs/07_decoder.ipynb #bbd21297
+class LayerCache(Protocol):
+    """One decoder layer's slot of a KV cache (chapter 10 builds one): the
+    self-attention's part and the cross-attention's part."""
+
+    self_attn: AttentionCache
+    cross_attn: AttentionCache
+
+
+class DecoderCache(Protocol):
+    """""A whole decoder's KV cache: each layer's slot, and a move to the next
+    position."""""
+
+    def layer(self, index: int) -> LayerCache: ...
+
+    def advance(self) -> None: ...
 
 # %% ../nbs/07_decoder.ipynb #91ce0a3b
 class DecoderLayer(nn.Module):
@@ -45,18 +64,28 @@ class DecoderLayer(nn.Module):
     def forward(
         self,
         y: Tensor,
-        memory: Tensor,
+        memory: Tensor | None,
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
+        cache: LayerCache | None = None,
     ) -> Tensor:
         """tgt_mask: e.g. causal_mask(T) (T, T); memory_mask: e.g. padding_mask(src) (B,
-        1, 1, S); True = may attend."""
+        1, 1, S); True = may attend. cache: this layer's slot (chapter 10), which
+        then holds the masks."""
         B, T, D = y.shape  # memory: (B, S, D)
+        self_cache, cross_cache = (
+            (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
+        )
         # (B, T, D)
-        y = self.self_res(y, lambda h: self.self_attn(h, h, h, mask=tgt_mask))
+        y = self.self_res(
+            y, lambda h: self.self_attn(h, h, h, mask=tgt_mask, cache=self_cache)
+        )
         # (B, T, D)
         y = self.cross_res(
-            y, lambda h: self.cross_attn(h, memory, memory, mask=memory_mask)
+            y,
+            lambda h: self.cross_attn(
+                h, memory, memory, mask=memory_mask, cache=cross_cache
+            ),
         )
         return self.ffn_res(y, self.ffn)  # (B, T, D)
 
@@ -100,11 +129,17 @@ class Decoder(nn.Module):
     def forward(
         self,
         y: Tensor,
-        memory: Tensor,
+        memory: Tensor | None,
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
+        cache: DecoderCache | None = None,
     ) -> Tensor:
-        for layer in self.layers:
+        """y (B, T, D), memory (B, S, D) -> (B, T, D); with a cache, one new position
+        (T = 1), each layer given its slot, the cache advanced after the last."""
+        for i, layer in enumerate(self.layers):
             # every layer reads the same final memory
-            y = layer(y, memory, tgt_mask, memory_mask)
+            slot = None if cache is None else cache.layer(i)
+            y = layer(y, memory, tgt_mask, memory_mask, slot)
+        if cache is not None:
+            cache.advance()
         return self.norm(y)  # (B, T, D)

@@ -9,10 +9,11 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable
 from functools import cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -26,17 +27,18 @@ from transformer_lit.attention import (
 )
 from .data import PAD_ID, Batch, CorpusError, cache_dir
 from .masking import causal_mask, padding_mask
-from .model import Transformer, _check_tokens
+from .inference import KVCache, Step
+from .model import Transformer, check_token_shape
 from .positional import PositionalEncoding
-
-if TYPE_CHECKING:  # for annotations only: the cache is chapter 10's
-    from transformer_lit.inference import KVCache
+from .recipe import TrainSettings
+from .training import LossTerms, smoothed_terms, train_step
 
 # %% auto #0
 __all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'OneDNNLinear', 'linear',
            'onednn_available', 'use_onednn_products', 'check_onednn', 'onednn_measured_faster', 'Rows', 'rows_of',
-           'to_grid', 'from_grid', 'packed_attention', 'packed_ffn', 'packed_decoder_states', 'fast_loss', 'Affine',
-           'use_onednn', 'FastDecoder', 'fast_step']
+           'to_grid', 'from_grid', 'packed_attention', 'packed_ffn', 'packed_decoder_states', 'fast_loss',
+           'FastStepFallback', 'fast_train_step', 'training_step_for', 'Affine', 'use_onednn', 'FastDecoder',
+           'fast_step', 'fast_decoder', 'decoder_for']
 
 # %% ../nbs/12_speed.ipynb #d183e068
 class SmoothedCrossEntropy(torch.autograd.Function):
@@ -49,17 +51,10 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         logp = F.log_softmax(
             logits.to(torch.promote_types(logits.dtype, torch.float32)), -1
         )
-        nll = -logp.gather(1, target[:, None]).squeeze(1)  # -log p(y), (N,)
-        spread = -logp.mean(dim=1)  # -(1/V) sum_k log p(k), (N,)
-        keep = target != pad_id
-        n = keep.sum().clamp(min=1)
-        loss = (1 - smoothing) * nll + smoothing * spread
-        ctx.save_for_backward(logp, target, keep, n)
+        keep = target != pad_id  # the rows that count, and how many
+        ctx.save_for_backward(logp, target, keep, keep.sum().clamp(min=1))
         ctx.smoothing, ctx.dtype = smoothing, logits.dtype
-        return (
-            torch.where(keep, loss, 0.0).sum() / n,
-            torch.where(keep, nll, 0.0).sum() / n,
-        )
+        return tuple(smoothed_terms(logp, target, smoothing, pad_id))  # chapter 09's
 
     @staticmethod
     def backward(ctx, grad_loss: Tensor, grad_nll: Tensor):
@@ -360,8 +355,8 @@ def packed_decoder_states(
     OneDNNLinear (None: as use_onednn_products chooses)."""
     config = model.config
     onednn = check_onednn(model, onednn)
-    _check_tokens("src", src, config.src_vocab_size, config.max_len)
-    _check_tokens("tgt_in", tgt_in, config.tgt_vocab_size, config.max_len)
+    check_token_shape("src", src, config.max_len)  # ids: checked where they enter
+    check_token_shape("tgt_in", tgt_in, config.max_len)
     if keep.dtype != torch.bool or keep.shape != tgt_in.shape:
         raise ValueError(
             f"keep must be a bool tensor of tgt_in's shape {tuple(tgt_in.shape)}, got "
@@ -422,6 +417,38 @@ def fast_loss(
     logits = linear(h, model.tgt_embed.weight, None, onednn)
     target = batch.tgt_out[keep]
     return smoothed_cross_entropy(logits, target, smoothing, model.config.pad_id)
+
+# %% ../nbs/12_speed.ipynb #42dd4152
+class FastStepFallback(UserWarning):
+    "fast_train_step was given a wrapper (DDP, compiled) and took the plain loss."
+
+
+def fast_train_step(
+    model: Transformer,
+    batch: Batch,
+    optimizer: torch.optim.Optimizer,
+    lr: float,
+    settings: TrainSettings,
+    forward: Callable[[Tensor, Tensor], Tensor] | None = None,
+    scaler: torch.amp.GradScaler | None = None,
+) -> LossTerms:
+    """train_step (chapter 09) with fast_loss: the same update, arguments and result.
+    With a wrapper (forward) it takes the plain loss, with a FastStepFallback warning."""
+    if forward is not None:
+        warnings.warn(
+            FastStepFallback(
+                "a wrapper (DDP or torch.compile) is called as the model is: plain loss"
+            ),
+            stacklevel=2,
+        )
+        return train_step(model, batch, optimizer, lr, settings, forward, scaler)
+    return train_step(model, batch, optimizer, lr, settings, None, scaler, fast_loss)
+
+
+def training_step_for(model: Transformer) -> Callable[..., LossTerms]:
+    """The training step for fit(..., step=...): fast_train_step, whose products take
+    the library measured faster on this machine (use_onednn_products)."""
+    return fast_train_step
 
 # %% ../nbs/12_speed.ipynb #c1e2df19
 class Affine(NamedTuple):
@@ -552,3 +579,15 @@ def fast_step(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
     if fd.final_norm is not None:  # pre-norm: the stack's final LayerNorm
         x = _norm(fd.final_norm, x)
     return _affine(fd.project, x)  # (B, D) -> (B, V)
+
+# %% ../nbs/12_speed.ipynb #33d7732d
+def fast_decoder(model: Transformer, rows: int) -> Step:
+    """fast_step with a FastDecoder for rows rows: (tokens (rows, 1), cache) -> (rows,
+    V)."""
+    return partial(fast_step, FastDecoder(model, rows))
+
+
+def decoder_for(model: Transformer) -> Callable[[Transformer, int], Step] | None:
+    """The decoder for translate(..., decoder=...): fast_decoder in eval mode (its
+    products chosen by this machine's measurement, use_onednn), else None (plain)."""
+    return None if model.training else fast_decoder

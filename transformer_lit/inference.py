@@ -8,21 +8,27 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from functools import partial
+from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from .attention import MultiHeadAttention, split_heads
 from .data import BOS_ID, EOS_ID, SubwordTokenizer
-from .fast import FastDecoder, fast_step
 from .masking import padding_mask
-from .model import Transformer, _check_new_tokens, greedy_decode_uncached
-from .scoring import translate_batched
+from transformer_lit.model import (
+    Transformer,
+    _check_new_tokens,
+    check_tokens,
+    greedy_decode_uncached,
+)
+from .recipe import attention_policy, autocast_for
 
 # %% auto #0
-__all__ = ['KVCache', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'InputTruncatedWarning',
-           'OutputTruncatedWarning', 'translate']
+__all__ = ['Step', 'Decoder', 'DecodeFn', 'KVCache', 'new_cache', 'SelfSlot', 'CrossSlot', 'LayerSlot', 'decode_step',
+           'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'InputTruncatedWarning', 'output_limit',
+           'OutputTruncatedWarning', 'Decoded', 'decode_in_batches', 'translate']
 
 # %% ../nbs/10_inference.ipynb #5b5cd812
 class KVCache:
@@ -78,6 +84,10 @@ class KVCache:
             )
         t = self.length + 1  # the filled prefix only; the tail is never read
         return self.self_k[layer, :, :, :t], self.self_v[layer, :, :, :t], None
+
+    def layer(self, index: int) -> LayerSlot:
+        "Decoder layer `index`'s slot, as DecoderLayer.forward takes it (chapter 07)."
+        return LayerSlot(SelfSlot(self, index), CrossSlot(self, index))
 
     def advance(self) -> None:
         "Move to the next slot, once every layer has written the current one."
@@ -136,30 +146,44 @@ def new_cache(
     return KVCache(torch.stack(keys), torch.stack(values), mask, max_len, static)
 
 # %% ../nbs/10_inference.ipynb #3bc1822f
-def _self_attention_step(
-    attn: MultiHeadAttention, h: Tensor, cache: KVCache, layer: int
-) -> Tensor:
-    """Masked self-attention for the newest position: h (B, 1, D) -> (B, 1, D); writes
-    its k, v into the cache."""
-    # (B, H, 1, Dh)
-    q, k, v = (
-        split_heads(proj(h), attn.n_heads)
-        for proj in (attn.q_proj, attn.k_proj, attn.v_proj)
-    )
-    keys, values, mask = cache.update(layer, k, v)  # (B, H, t+1 or Tmax, Dh)
-    return attn.attend_heads(q, keys, values, mask)  # (B, 1, D)
+class SelfSlot(NamedTuple):
+    """Layer `layer`'s self-attention part of a KVCache: the new position's key and
+    value go into the current slot; every filled slot's come back."""
+
+    cache: KVCache
+    layer: int
+
+    def keys_values(
+        self, attn: MultiHeadAttention, key: Tensor, value: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """key, value (B, 1, D) of the newest position -> keys, values (B, H, t + 1 or
+        Tmax, Dh) and the mask the cache's mode needs."""
+        k = split_heads(attn.k_proj(key), attn.n_heads)  # (B, 1, D) -> (B, H, 1, Dh)
+        v = split_heads(attn.v_proj(value), attn.n_heads)
+        return self.cache.update(self.layer, k, v)
 
 # %% ../nbs/10_inference.ipynb #619dadf6
-def _cross_attention_step(
-    attn: MultiHeadAttention, h: Tensor, cache: KVCache, layer: int
-) -> Tensor:
-    """Cross-attention for the newest position: h (B, 1, D) -> (B, 1, D); the memory is
-    not projected again."""
-    q = split_heads(attn.q_proj(h), attn.n_heads)  # (B, 1, D) -> (B, H, 1, Dh)
-    # (B, 1, D)
-    return attn.attend_heads(
-        q, cache.cross_k[layer], cache.cross_v[layer], cache.memory_mask
-    )
+class CrossSlot(NamedTuple):
+    """Layer `layer`'s cross-attention part of a KVCache: the memory's keys and values,
+    projected once by new_cache."""
+
+    cache: KVCache
+    layer: int
+
+    def keys_values(
+        self, attn: MultiHeadAttention, key: Tensor | None, value: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """-> keys, values (B, H, S, Dh) and the memory's padding mask (B, 1, 1, S) or
+        None; key and value (the memory) are not read."""
+        c = self.cache
+        return c.cross_k[self.layer], c.cross_v[self.layer], c.memory_mask
+
+
+class LayerSlot(NamedTuple):
+    "One decoder layer's slot of a KVCache: its self- and cross-attention parts."
+
+    self_attn: SelfSlot
+    cross_attn: CrossSlot
 
 # %% ../nbs/10_inference.ipynb #c9187153
 def _embed_step(model: Transformer, tokens: Tensor, cache: KVCache) -> Tensor:
@@ -177,25 +201,11 @@ def _embed_step(model: Transformer, tokens: Tensor, cache: KVCache) -> Tensor:
 @torch.no_grad()
 def decode_step(model: Transformer, tokens: Tensor, cache: KVCache) -> Tensor:
     """Feed each row's newest token, tokens (B, 1) at slot cache.length -> next-token
-    logits (B, V)."""
-    if tokens.dim() != 2 or tokens.shape != (cache.self_k.shape[1], 1):
-        raise ValueError(
-            f"tokens must be (B, 1) with B = {cache.self_k.shape[1]} rows of the "
-                f"cache, got {tuple(tokens.shape)}"
-        )
-    B, _ = tokens.shape
+    logits (B, V); advances the cache."""
     y = _embed_step(model, tokens, cache)  # (B, 1, D)
-    for i, layer in enumerate(model.decoder.layers):
-        y = layer.self_res(
-            y, lambda h: _self_attention_step(layer.self_attn, h, cache, i)
-        )
-        y = layer.cross_res(
-            y, lambda h: _cross_attention_step(layer.cross_attn, h, cache, i)
-        )
-        y = layer.ffn_res(y, layer.ffn)  # (B, 1, D)
-    cache.advance()
-    # (B, D) @ (D, V) -> (B, V)
-    return F.linear(model.decoder.norm(y)[:, 0], model.tgt_embed.weight)
+    # chapter 07's decoder: every layer reads and fills its slot (no memory needed)
+    y = model.decoder(y, None, cache=cache)  # (B, 1, D)
+    return model.project(y[:, 0])  # (B, D) -> (B, V)
 
 # %% ../nbs/10_inference.ipynb #c122b3a2
 def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id: int,
@@ -224,28 +234,28 @@ def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id:
             raise ValueError(f"{name} must be a token id in [0, {V}), got {value!r}")
 
 # %% ../nbs/10_inference.ipynb #518113db
+Step = Callable[[Tensor, "KVCache"], Tensor]  # (tokens (B, 1), cache) -> logits (B, V)
+Decoder = Callable[[Transformer, int], Step]  # (model, rows) -> a step for that many
+
+
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: Tensor, max_new_tokens: int, bos_id: int,
                   eos_id: int | None = None, use_cache: bool = True,
-                  fast: bool = True) -> Tensor:
+                  step: Step | None = None) -> Tensor:
     """src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id
-    are padded with pad_id after it. fast: FastDecoder's step (eval mode only)."""
+    are padded with pad_id after it. step: decode_step unless given."""
     _check_decode_args(model, max_new_tokens, bos_id, eos_id)
     if not use_cache:
         return greedy_decode_uncached(model, src, max_new_tokens, bos_id, eos_id)
-    memory = model.encode(src)  # (B, S, D); checks src
+    check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
+    step = step or partial(decode_step, model)
     B, pad = src.shape[0], model.config.pad_id
     out = torch.full((B, 1 + max_new_tokens), pad, dtype=torch.long, device=src.device)
     out[:, 0] = bos_id
-    cache = new_cache(model, memory, src, max(max_new_tokens, 1))
+    cache = new_cache(model, model.encode(src), src, max(max_new_tokens, 1))
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
-    fd = FastDecoder(model, rows=B) if fast and not model.training else None
     for t in range(max_new_tokens):
-        tokens = out[:, t : t + 1]  # (B, 1)
-        logits = (
-            fast_step(fd, tokens, cache) if fd else decode_step(model, tokens, cache)
-        )
-        next_id = logits.argmax(-1)  # (B, V) -> (B,)
+        next_id = step(out[:, t : t + 1], cache).argmax(-1)  # (B, 1) -> (B, V) -> (B,)
         out[:, t + 1] = next_id.masked_fill(done, pad)  # finished rows only pad
         if eos_id is not None:
             done |= next_id == eos_id
@@ -313,16 +323,17 @@ def _check_beam_args(model: Transformer, beam_size: int, length_penalty: float) 
 def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
                 max_new_tokens: int | Tensor = 100, bos_id: int = 1, eos_id: int = 2,
                 length_penalty: float = 0.6, use_cache: bool = True,
-                fast: bool = True) -> list[Tensor]:
+                step: Step | None = None) -> list[Tensor]:
     """src (B, S) -> per sentence the best hypothesis (1 + n,), bos_id first, by log P /
-    ((5 + n) / 6) ** alpha."""
+    ((5 + n) / 6) ** alpha. step: decode_step unless given (for B * beam_size rows)."""
     _check_beam_args(model, beam_size, length_penalty)
     if eos_id is None:  # greedy_decode's "run to the budget" has no beam counterpart
         raise ValueError(
             "eos_id must be a token id: beam search finishes a hypothesis at it "
             "(None, decoding to the budget, is for greedy_decode)"
         )
-    memory = model.encode(src)  # (B, S, D); checks src
+    check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
+    memory = model.encode(src)  # (B, S, D)
     (B, _), k, dev = src.shape, beam_size, src.device
     V, pad = model.config.tgt_vocab_size, model.config.pad_id
     _check_decode_args(model, max_new_tokens, bos_id, eos_id, rows=B)
@@ -332,7 +343,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
     if use_cache:
         cache = new_cache(model, memory, src, max(n, 1))
         cache.reorder(beam_rows)  # cross K/V expand too
-        fd = FastDecoder(model, B * k) if fast and not model.training else None
+        step = step or partial(decode_step, model)
     else:  # for comparison: the plain loop
         memory, src = memory.index_select(0, beam_rows), src.index_select(0, beam_rows)
     tokens = torch.full((B * k, 1 + n), pad, dtype=torch.long, device=dev)
@@ -346,10 +357,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
     for t in range(n):
         done = done | (budget <= t)[:, None]  # budget spent: all its beams frozen
         if use_cache:
-            last = tokens[:, t : t + 1]  # (B*k, 1)
-            logits = (
-                fast_step(fd, last, cache) if fd else decode_step(model, last, cache)
-            )
+            logits = step(tokens[:, t : t + 1], cache)  # (B*k, 1) -> (B*k, V)
         else:
             # whole prefix again
             logits = model.decode(tokens[:, : t + 1], memory, src)[:, -1]
@@ -391,10 +399,10 @@ def _warn_truncated(model: Transformer, tokenizer: SubwordTokenizer,
                           stacklevel=3)   # the line that called translate
 
 # %% ../nbs/10_inference.ipynb #7c5d2e48
-def _row_limits(src: Tensor, n: int, pad_id: int) -> Tensor:
-    "src (B, S) -> budgets (B,): m + m // 2 + 10 for m source tokens, at most n."
-    m = (src != pad_id).sum(1)              # (B,) tokens of each source, eos included
-    return (m + m // 2 + 10).clamp(max=n)   # translate_batched's limit for it alone
+def output_limit(source_tokens: int, max_len: int) -> int:
+    """Most tokens a translation of a source of source_tokens tokens (eos included) may
+    have: 1.5 times as many plus 10, at most max_len - 1."""
+    return min(source_tokens + source_tokens // 2 + 10, max_len - 1)
 
 # %% ../nbs/10_inference.ipynb #febad685
 class OutputTruncatedWarning(UserWarning):
@@ -411,39 +419,71 @@ class OutputTruncatedWarning(UserWarning):
         )
 
 # %% ../nbs/10_inference.ipynb #39e48a3d
-def _flag_cut(
-    decode: Callable[[Tensor, int], Sequence[Tensor]],
-    index_of: dict[tuple[int, ...], list[int]],
-    cut: set[int],
-    pad_id: int,
-) -> Callable[[Tensor, int], Sequence[Tensor]]:
-    """decode, adding to cut the sentences (found by their source ids, index_of) whose
-    row has no eos within its budget (_row_limits)."""
-
-    def run(src: Tensor, n: int) -> Sequence[Tensor]:
-        rows, limits = decode(src, n), _row_limits(src, n, pad_id).tolist()
-        for r, limit in enumerate(limits):
-            if not bool((rows[r][1 : 1 + limit] == EOS_ID).any()):
-                cut.update(index_of[tuple(src[r][src[r] != pad_id].tolist())])
-        return rows
-
-    return run
+# (src (B, S), each row's output_limit (B,)) -> B rows of tokens, bos_id first
+DecodeFn = Callable[[Tensor, Tensor], Sequence[Tensor]]
 
 
-def _source_index(
-    model: Transformer, tokenizer: SubwordTokenizer, sentences: list[str]
-) -> tuple[dict[tuple[int, ...], list[int]], list[int]]:
-    """Each source row as translate_batched builds it -> its sentences; and each
-    sentence's output limit, m + m // 2 + 10 for m source tokens (eos included)."""
-    index_of: dict[tuple[int, ...], list[int]] = {}
-    limits = []
-    for i, ids in enumerate(tokenizer.encode(sentences)):
-        ids = ids[: model.config.max_len - 1] + [EOS_ID]
-        index_of.setdefault(tuple(ids), []).append(i)
-        limits.append(min(model.config.max_len - 1, len(ids) + len(ids) // 2 + 10))
-    return index_of, limits
+class Decoded(NamedTuple):
+    """decode_in_batches' result, in input order: texts, limits, and which reached
+    theirs."""
+
+    texts: list[str]
+    limits: list[int]
+    cut: list[bool]
+
+
+def _pad_rows(rows: list[list[int]], pad_id: int) -> Tensor:
+    "Lists of token ids -> one (B, S) tensor, padded with pad_id at the end."
+    out = torch.full((len(rows), max(map(len, rows))), pad_id, dtype=torch.long)
+    for r, ids in enumerate(rows):
+        out[r, : len(ids)] = torch.tensor(ids)
+    return out
+
+# %% ../nbs/10_inference.ipynb #cc8add63
+@torch.no_grad()
+def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
+                      sentences: Sequence[str], decode: DecodeFn,
+                      batch_size: int = 64) -> Decoded:
+    """Encode sentences (cut to max_len - 1 tokens, eos added), decode them in batches
+    of similar length, each row up to its output_limit -> Decoded, in input order."""
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or batch_size < 1
+    ):
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    device, max_len = next(model.parameters()).device, model.config.max_len
+    attention_policy(device)
+    ids = [x[: max_len - 1] + [EOS_ID] for x in tokenizer.encode(list(sentences))]
+    limits = [output_limit(len(x), max_len) for x in ids]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    texts, cut = [""] * len(ids), [False] * len(ids)
+    model.eval()
+    for k in range(0, len(order), batch_size):
+        chunk = order[k : k + batch_size]
+        src = _pad_rows([ids[i] for i in chunk], model.config.pad_id).to(device)
+        with autocast_for(device):
+            rows = decode(src, torch.tensor([limits[i] for i in chunk], device=device))
+        for r, i in enumerate(chunk):
+            out = rows[r][1 : 1 + limits[i]]  # tokenizer.decode stops at eos
+            texts[i], cut[i] = tokenizer.decode(out), not bool((out == EOS_ID).any())
+    return Decoded(texts, limits, cut)
 
 # %% ../nbs/10_inference.ipynb #078d0a15
+def _batch_decoder(model: Transformer, beam_size: int, use_cache: bool,
+                   length_penalty: float, decoder: Decoder | None) -> DecodeFn:
+    "What translate decodes a batch with: greedy or beam, by decoder's step if given."
+    def decode(src: Tensor, limits: Tensor) -> Sequence[Tensor]:
+        rows = src.shape[0] * beam_size
+        step = decoder(model, rows) if decoder is not None and use_cache else None
+        if beam_size == 1:  # greedy: a longer run, cut short, equals the shorter run
+            n = int(limits.max())
+            return greedy_decode(model, src, n, BOS_ID, EOS_ID, use_cache, step)
+        return beam_search(model, src, beam_size, limits, BOS_ID, EOS_ID,
+                           length_penalty, use_cache, step)
+    return decode
+
+# %% ../nbs/10_inference.ipynb #b405830b
 def translate(
     model: Transformer,
     tokenizer: SubwordTokenizer,
@@ -452,9 +492,10 @@ def translate(
     use_cache: bool = True,
     batch_size: int = 64,
     length_penalty: float = 0.6,
+    decoder: Decoder | None = None,
 ) -> list[str]:
     """English sentences -> French texts, in input order: greedy (beam_size=1) or beam
-    search."""
+    search. decoder(model, rows): the step for a batch (decode_step unless given)."""
     if isinstance(sentences, str):  # a str is a Sequence[str] too, of characters
         raise ValueError(
             "sentences must be a list of str, not a str: to translate "
@@ -463,24 +504,8 @@ def translate(
     sentences = list(sentences)
     _check_beam_args(model, beam_size, length_penalty)  # before any work, even for []
     _warn_truncated(model, tokenizer, sentences)
-    pad = model.config.pad_id
-    if beam_size == 1:  # greedy: a longer run, cut short, equals the shorter run
-        decode = lambda src, n: greedy_decode(model, src, n, BOS_ID, EOS_ID, use_cache)
-    else:  # beam search: not so; each sentence stops at its own budget
-        decode = lambda src, n: beam_search(
-            model,
-            src,
-            beam_size,
-            _row_limits(src, n, pad),
-            BOS_ID,
-            EOS_ID,
-            length_penalty,
-            use_cache,
-        )
-    index_of, limits = _source_index(model, tokenizer, sentences)
-    cut: set[int] = set()
-    decode = _flag_cut(decode, index_of, cut, pad)
-    out = translate_batched(model, tokenizer, sentences, decode, batch_size)
-    for i in sorted(cut):
-        warnings.warn(OutputTruncatedWarning(i, limits[i]), stacklevel=2)
-    return out
+    decode = _batch_decoder(model, beam_size, use_cache, length_penalty, decoder)
+    done = decode_in_batches(model, tokenizer, sentences, decode, batch_size)
+    for i in (i for i, cut in enumerate(done.cut) if cut):
+        warnings.warn(OutputTruncatedWarning(i, done.limits[i]), stacklevel=2)
+    return done.texts

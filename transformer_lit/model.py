@@ -18,7 +18,8 @@ from .masking import causal_mask, padding_mask
 from .positional import PositionalEncoding
 
 # %% auto #0
-__all__ = ['TransformerConfig', 'Transformer', 'load_torch_transformer', 'greedy_decode_uncached']
+__all__ = ['TransformerConfig', 'check_token_shape', 'check_tokens', 'Transformer', 'load_torch_transformer',
+           'greedy_decode_uncached']
 
 # %% ../nbs/08_transformer.ipynb #d82cffcb
 @dataclass(frozen=True)
@@ -97,9 +98,9 @@ class TransformerConfig:
         )
 
 # %% ../nbs/08_transformer.ipynb #19890031
-def _check_tokens(name: str, tokens: Tensor, vocab_size: int, max_len: int) -> None:
-    """Raise a clear error unless tokens is an integer (B, L) tensor of ids in [0,
-    vocab_size), L <= max_len."""
+def check_token_shape(name: str, tokens: Tensor, max_len: int) -> None:
+    """Raise a clear error unless tokens is an integer (B, L) tensor, L <= max_len (no
+    look at the values: no wait for the device)."""
     if not isinstance(tokens, Tensor) or tokens.dim() != 2:
         raise ValueError(
             f"{name} must be a (B, L) tensor of token ids, got "
@@ -109,6 +110,12 @@ def _check_tokens(name: str, tokens: Tensor, vocab_size: int, max_len: int) -> N
         raise TypeError(f"{name} must hold integer token ids, got dtype {tokens.dtype}")
     if tokens.shape[1] > max_len:
         raise ValueError(f"{name} has length {tokens.shape[1]} > max_len = {max_len}")
+
+
+def check_tokens(name: str, tokens: Tensor, vocab_size: int, max_len: int) -> None:
+    """check_token_shape, and every id in [0, vocab_size): once, where ids enter (it
+    reads the ids, so a GPU must finish first)."""
+    check_token_shape(name, tokens, max_len)
     if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
         raise ValueError(
             f"{name} ids must lie in [0, {vocab_size}), got min "
@@ -151,7 +158,7 @@ class Transformer(nn.Module):
 
     def encode(self, src: Tensor) -> Tensor:
         "src (B, S) token ids -> memory (B, S, D); padding (config.pad_id) is masked."
-        _check_tokens("src", src, self.config.src_vocab_size, self.config.max_len)
+        check_token_shape("src", src, self.config.max_len)
         # (B, S) -> (B, S, D)
         x = self.pos(self.src_embed(src) * math.sqrt(self.config.d_model))
         return self.encoder(x, padding_mask(src, self.config.pad_id))  # (B, S, D)
@@ -159,7 +166,7 @@ class Transformer(nn.Module):
     def decoder_states(self, tgt: Tensor, memory: Tensor, src: Tensor) -> Tensor:
         """tgt (B, T) ids (shifted right), memory (B, S, D), src (B, S) for its padding
         -> the decoder's output (B, T, D), before the output projection."""
-        _check_tokens("tgt", tgt, self.config.tgt_vocab_size, self.config.max_len)
+        check_token_shape("tgt", tgt, self.config.max_len)
         if memory.shape[:2] != src.shape:
             raise ValueError(
                 f"memory (B, S, D) = {tuple(memory.shape)} does not match src (B, "
@@ -249,6 +256,7 @@ def greedy_decode_uncached(
     """src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id
     are padded with pad_id after it."""
     _check_new_tokens(max_new_tokens)
+    check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
     memory = model.encode(src)  # (B, S, D), once
     out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)

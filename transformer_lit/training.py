@@ -17,7 +17,6 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from .data import PAD_ID, Batch, EncodedPair, make_batches
-from .fast import fast_loss
 from .model import Transformer
 from transformer_lit.recipe import (
     TrainSettings,
@@ -27,8 +26,8 @@ from transformer_lit.recipe import (
 )
 
 # %% auto #0
-__all__ = ['LossTerms', 'label_smoothing_loss', 'noam_lr', 'make_optimizer', 'train_step', 'evaluate', 'TrainState',
-           'batch_stream', 'snapshot', 'finish_run', 'fit']
+__all__ = ['LossFn', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'noam_lr', 'make_optimizer', 'train_step', 'evaluate',
+           'TrainState', 'batch_stream', 'snapshot', 'finish_run', 'fit']
 
 # %% ../nbs/09_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -54,7 +53,14 @@ def label_smoothing_loss(
     # (..., V) -> (N, V), in float32 at least (bf16 logits are too coarse)
     wide = torch.promote_types(logits.dtype, torch.float32)
     logp = F.log_softmax(logits.to(wide), dim=-1).flatten(0, -2)
-    target = target.flatten()  # (...) -> (N,)
+    return smoothed_terms(logp, target.flatten(), smoothing, pad_id)
+
+
+def smoothed_terms(
+    logp: Tensor, target: Tensor, smoothing: float, pad_id: int
+) -> LossTerms:
+    """label_smoothing_loss from log-probabilities logp (N, V) and target (N,) ids (no
+    checks): the means over the rows where target != pad_id."""
     nll = -logp.gather(1, target[:, None]).squeeze(1)  # -log p(y), (N,)
     spread = -logp.mean(dim=1)  # -(1/V) sum_k log p(k), (N,)
     keep = target != pad_id
@@ -91,6 +97,10 @@ def make_optimizer(model: nn.Module, settings: TrainSettings) -> torch.optim.Ada
     )
 
 # %% ../nbs/09_training.ipynb #25533bf3
+# (model, batch, smoothing) -> (loss, nll), scalars
+LossFn = Callable[[Transformer, Batch, float], tuple[Tensor, Tensor]]
+
+
 def train_step(
     model: Transformer,
     batch: Batch,
@@ -99,21 +109,22 @@ def train_step(
     settings: TrainSettings,
     forward: Callable[[Tensor, Tensor], Tensor] | None = None,
     scaler: torch.amp.GradScaler | None = None,
-    fast: bool = False,
+    loss: LossFn | None = None,
 ) -> LossTerms:
     """One update on batch (src (B, S), tgt_in/tgt_out (B, T)) at learning rate lr;
     the detached LossTerms. forward: a wrapper (DDP, compiled) called as the model is;
-    fast: the same loss and gradients by chapter 12's fast_loss."""
+    loss: the terms computed another way (chapter 12), not with forward."""
+    if loss is not None and forward is not None:
+        raise ValueError("loss computes the terms without forward: give one, not both")
     for group in optimizer.param_groups:
         group["lr"] = lr
     pad, smoothing = model.config.pad_id, settings.label_smoothing
     with autocast_for(batch.src.device, settings.amp):
-        if fast and forward is None:
-            terms = LossTerms(*fast_loss(model, batch, smoothing))
-        else:  # logits at every position, (B, T, V)
-            call = model if forward is None else forward  # a wrapper may have no bool
-            logits = call(batch.src, batch.tgt_in)
+        if loss is None:  # logits at every position, (B, T, V)
+            logits = (model if forward is None else forward)(batch.src, batch.tgt_in)
             terms = label_smoothing_loss(logits, batch.tgt_out, smoothing, pad)
+        else:
+            terms = LossTerms(*loss(model, batch, smoothing))
     optimizer.zero_grad(set_to_none=True)
     _update(terms.loss, model, optimizer, settings, scaler)
     return LossTerms(terms.loss.detach(), terms.nll.detach())
@@ -263,6 +274,74 @@ def finish_run(
     return done
 
 # %% ../nbs/09_training.ipynb #c768e6be
+def _forward_for(
+    model: nn.Module,
+    settings: TrainSettings,
+    parallel: Callable[[nn.Module], nn.Module] | None,
+) -> Callable[[Tensor, Tensor], Tensor] | None:
+    """The wrapper train_step calls instead of the model: parallel(model) (e.g. DDP),
+    compiled if settings.compile; None where there is none (the model itself)."""
+    forward = parallel(model) if parallel else None
+    if forward is model:  # one process: no wrapper, the step may take its own route
+        forward = None
+    if settings.compile:
+        # dynamic=True: one compiled graph for every batch shape; length-bucketed
+        # batches would otherwise recompile for each new (B, S, T)
+        forward = torch.compile(forward or model, dynamic=True)
+    return forward
+
+
+def _progress_bar(progress: bool, settings: TrainSettings, state: TrainState) -> tqdm:
+    "A bar over the steps; tqdm.auto (a widget in Jupyter) only when shown."
+    if progress:  # imported only here: it warns in a Jupyter without ipywidgets
+        from tqdm.auto import tqdm as bar_class
+    return (bar_class if progress else tqdm)(
+        total=settings.max_steps, initial=state.step, unit="step", disable=not progress
+    )
+
+# %% ../nbs/09_training.ipynb #07b2712d
+def _record(
+    state: TrainState, terms: LossTerms, lr: float, step_seconds: float
+) -> None:
+    """One step into state: its loss, nll and lr, its time; FloatingPointError if not
+    finite."""
+    loss, nll = terms.loss.item(), terms.nll.item()  # .item() waits for the GPU
+    if not math.isfinite(loss):
+        raise FloatingPointError(
+            f"the loss is {loss} at step {state.step + 1}; lower the learning rate"
+        )
+    state.train_seconds += step_seconds
+    state.step += 1
+    state.train_log.append((state.step, loss, nll, lr))
+
+
+def _evaluate_and_keep(
+    model: Transformer,
+    state: TrainState,
+    settings: TrainSettings,
+    valid_batches: Sequence[Batch],
+    log: Callable[[str], None] | None,
+    tok_s: float,
+) -> None:
+    """Every eval_every steps a validation loss (and a log line); every average_every a
+    snapshot."""
+    if state.step % settings.eval_every == 0:
+        state.valid_log.append(
+            (state.step, evaluate(model, valid_batches, settings.amp))
+        )
+        if log:
+            _, _, nll, lr = state.train_log[-1]
+            log(
+                f"step {state.step:5d} | train nll {nll:.3f} | valid nll "
+                f"{state.valid_log[-1][1]:.3f} | lr {lr:.2e} | {tok_s:,.0f} tokens/s | "
+                f"{state.seconds / 60:.1f} min"
+            )
+    if state.step % settings.average_every == 0:
+        state.snapshots = (state.snapshots + [(state.step, snapshot(model))])[
+            -settings.average_last :
+        ]
+
+# %% ../nbs/09_training.ipynb #81c4176e
 def fit(
     model: Transformer,
     optimizer: torch.optim.Optimizer,
@@ -270,6 +349,7 @@ def fit(
     valid: Sequence[EncodedPair],
     settings: TrainSettings,
     state: TrainState | None = None,
+    *,
     progress: bool = True,
     log: Callable[[str], None] | None = tqdm.write,
     on_checkpoint: Callable[[TrainState], None] | None = None,
@@ -277,87 +357,44 @@ def fit(
     finish: bool = True,
     shard: tuple[int, int] = (0, 1),
     parallel: Callable[[nn.Module], nn.Module] | None = None,
-    fast: bool = True,
+    step: Callable[..., LossTerms] = train_step,
 ) -> TrainState:
     """Train until the budget is spent or stop() is true; return the state (finish_run's
-    copy if finish). shard and parallel: for data parallelism (chapter 09b); fast:
-    train_step's fast route (chapter 12), the same loss and gradients."""
+    copy if finish). shard and parallel: data parallelism (chapter 09b); step:
+    train_step or a function with its arguments (chapter 12's)."""
     if not train or not valid:
-        raise ValueError(
-            f"fit needs training and validation pairs, got {len(train)} and "
-                f"{len(valid)}"
-        )
+        raise ValueError(f"fit needs training and validation pairs, got {len(train)} "
+                         f"and {len(valid)}")
     state, device = state or TrainState(), next(model.parameters()).device
     attention_policy(device)
-    # dynamic=True: one compiled graph for every batch shape; length-bucketed
-    # batches would otherwise
-    # recompile for each new (B, S, T) (on an H100 that left 9 steps in 2.6 minutes)
-    # a wrapper for train_step to call, e.g. DistributedDataParallel; None: the model
-    forward = parallel(model) if parallel else None
-    if settings.compile:
-        forward = torch.compile(forward or model, dynamic=True)
-    valid_batches = [
-        b.to(device) for b in make_batches(valid, settings.max_tokens, seed=0)
-    ]
+    forward = _forward_for(model, settings, parallel)
+    valid_batches = [b.to(device) for b in make_batches(valid, settings.max_tokens, 0)]
     batches = batch_stream(train, settings.max_tokens, settings.seed, state, shard)
     scaler = make_scaler(device, settings)
     if state.scaler:
         scaler.load_state_dict(state.scaler)
-    # tqdm.auto: a widget in Jupyter (Colab), text in a terminal; imported only
-    # when used,
-    if progress:
-        # since it warns in a Jupyter without ipywidgets
-        from tqdm.auto import tqdm as bar_class
-    bar = (bar_class if progress else tqdm)(
-        total=settings.max_steps, initial=state.step, unit="step", disable=not progress
-    )
+    bar = _progress_bar(progress, settings, state)
     start, seconds0, tokens0 = time.perf_counter(), state.seconds, state.tokens
-    # on_checkpoint every checkpoint_every steps or checkpoint_minutes
-    saved_at = state.seconds
+    saved_at = state.seconds  # on_checkpoint every checkpoint_every steps or minutes
     model.train()
     while not _budget_spent(state, settings):
-        # between steps, so that the state can be saved as it is
-        if stop is not None and stop():
+        if stop is not None and stop():  # between steps: the state can be saved as is
             bar.close()
             return state
         batch = next(batches)
         state.tokens += int((batch.tgt_out != model.config.pad_id).sum())
-        lr = noam_lr(
-            state.step + 1, model.config.d_model, settings.warmup, settings.lr_factor
-        )
+        lr = noam_lr(state.step + 1, model.config.d_model, settings.warmup,
+                     settings.lr_factor)
         t = time.perf_counter()
-        terms = train_step(
-            model, batch.to(device), optimizer, lr, settings, forward, scaler, fast
-        )
+        terms = step(model, batch.to(device), optimizer, lr, settings, forward, scaler)
         state.scaler = scaler.state_dict() if scaler.is_enabled() else None
-        # .item() waits for the GPU: honest timing
-        loss, nll = terms.loss.item(), terms.nll.item()
-        if not math.isfinite(loss):
-            raise FloatingPointError(
-                f"the loss is {loss} at step {state.step + 1}; lower the learning rate"
-            )
-        state.train_seconds += time.perf_counter() - t
-        state.step += 1
+        _record(state, terms, lr, time.perf_counter() - t)
         state.seconds = seconds0 + time.perf_counter() - start
-        state.train_log.append((state.step, loss, nll, lr))
         tok_s = (state.tokens - tokens0) / (state.seconds - seconds0)
         bar.update()
-        bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}")
-        if state.step % settings.eval_every == 0:
-            state.valid_log.append(
-                (state.step, evaluate(model, valid_batches, settings.amp))
-            )
-            if log:
-                log(
-                    f"step {state.step:5d} | train nll {nll:.3f} | valid nll "
-                    f"{state.valid_log[-1][1]:.3f} "
-                    f"| lr {lr:.2e} | {tok_s:,.0f} tokens/s | "
-                    f"{state.seconds / 60:.1f} min"
-                )
-        if state.step % settings.average_every == 0:
-            state.snapshots = (state.snapshots + [(state.step, snapshot(model))])[
-                -settings.average_last :
-            ]
+        bar.set_postfix(loss=f"{state.train_log[-1][1]:.3f}", lr=f"{lr:.2e}",
+                        tok_s=f"{tok_s:,.0f}")
+        _evaluate_and_keep(model, state, settings, valid_batches, log, tok_s)
         if on_checkpoint and (
             state.step % settings.checkpoint_every == 0
             or state.seconds - saved_at >= 60 * settings.checkpoint_minutes
