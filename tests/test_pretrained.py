@@ -137,7 +137,7 @@ def test_the_command_takes_a_checkpoint_option(tmp_path, capsys):
 def test_the_shipped_translations_are_of_the_shipped_model_and_complete():
     import json
 
-    from transformer_lit.scoring import load_modern_pairs
+    from transformer_lit.analysis import load_modern_pairs
 
     path = pretrained_path().parents[1] / "results" / "shipped_translations.json"
     shipped = json.loads(path.read_text(encoding="utf-8"))

@@ -174,6 +174,6 @@ def test_the_readme_scores_are_the_cards():
     assert len(numbers) >= 6, numbers
     for n in numbers:
         assert n in card, f"README says {n}, which the model card does not"
-    from transformer_lit.scoring import load_modern_pairs
+    from transformer_lit.analysis import load_modern_pairs
     modern = len(load_modern_pairs())
     assert f"On {modern} modern English sentences" in paragraph.replace("\n", " ")
