@@ -269,3 +269,30 @@ def test_translate_batch_by_batch_equals_all_at_once(checkpoint, capsys):
 def test_translate_beam_larger_than_the_vocabulary(checkpoint, capsys):
     assert_one_line_error(*run(["translate", "--checkpoint", str(checkpoint), "--beam", "100000", "Hi."], capsys),
                           "--beam")
+
+
+def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, monkeypatch):
+    "train's every step goes through chapter 12's fast loss, translate through fast_step."
+    import transformer_lit.fast as fast
+    calls = {"fast_loss": 0, "fast_step": 0}
+
+    def counting(name):
+        real = getattr(fast, name)
+
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    for name in calls:
+        monkeypatch.setattr(fast, name, counting(name))
+    out = tmp_path / "run"
+    status, _, err = run(["train", "--preset", "tiny", "--vocab-size", "90", "--steps", "3",
+                          "--device", "cpu", "--threads", "1", "--quiet",
+                          "--bleu-sentences", "0", "--out", str(out)], capsys)
+    assert status == 0, err
+    assert calls["fast_loss"] == 3 and calls["fast_step"] == 0
+    status, text, err = run(["translate", "--checkpoint", str(out / "model.pt"),
+                             "God said."], capsys)
+    assert status == 0 and text.count("\n") == 1, err
+    assert calls["fast_step"] >= 1

@@ -44,7 +44,10 @@ from transformer_lit.recipe import (
     PRESETS, TrainSettings, preset_config, preset_settings, preset_vocab_size,
 )
 from ..scoring import corpus_scores
-from ..training import TrainState, finish_run, fit, make_optimizer
+from ..fast import decoder_for, training_step_for
+from transformer_lit.training import (
+    TrainState, finish_run, fit, make_optimizer, train_step,
+)
 
 # %% auto #0
 __all__ = ['SEED_LIMIT', 'add_train_command', 'check_train_options', 'checked_state', 'load_optimizer', 'run_train']
@@ -430,6 +433,9 @@ def _train(
             finish=False,
             shard=(world.rank, world.size),
             parallel=lambda m: data_parallel(m, world),
+            # chapter 12's step, unless a wrapper (DDP, compile) needs the plain one
+            step=train_step if world.size > 1 or settings.compile
+            else training_step_for(model),
         )
         save(state)  # a signal during the save only adds to `signals`
     # the weights are no longer finite: keep the last good save
@@ -552,7 +558,9 @@ def _finish(args, model, tokenizer, settings, state, valid, device, saved) -> No
         }
         with warnings.catch_warnings(record=True) as caught:  # counted, not printed
             warnings.simplefilter("always", OutputTruncatedWarning)
-            hypotheses = translate(averaged, tokenizer, sources)
+            hypotheses = translate(
+                averaged, tokenizer, sources, decoder=decoder_for(averaged)
+            )
         record["valid_scores"] = {
             "sentences": len(keep),
             "averaged model": corpus_scores(hypotheses, references),

@@ -19,6 +19,7 @@ from ..data import SubwordTokenizer
 from transformer_lit.inference import (
     InputTruncatedWarning, OutputTruncatedWarning, translate,
 )
+from ..fast import decoder_for
 from ..model import Transformer
 
 # %% auto #0
@@ -83,6 +84,7 @@ def translator_from_args(args: argparse.Namespace) -> TranslateFn:
         not args.no_cache,
         args.batch_size,
         args.length_penalty,
+        decoder=decoder_for(model),  # chapter 12's faster decoder, the same tokens
     )
 
 # %% ../../nbs/11c_cli_translate.ipynb #c51a6ab0
