@@ -32,7 +32,6 @@ import argparse
 import copy
 import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -40,8 +39,8 @@ import torch
 from torch import Tensor, nn
 
 from _common import RESULTS, device_name, interleaved_medians, write_result
-from transformer_lit.data import (BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer, load_verses,
-                                  reference_set, split_by_book)
+from transformer_lit.corpus import load_verses
+from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer, reference_set, split_by_book
 from transformer_lit.export import require_ctranslate2, to_ctranslate2
 from transformer_lit.fast import FastDecoder, fast_decoder, fast_step
 from transformer_lit.inference import beam_search, greedy_decode, new_cache, output_limit

@@ -54,7 +54,7 @@ from transformer_lit.inference import beam_search, greedy_decode
 from transformer_lit.model import Transformer, TransformerConfig, load_torch_transformer
 from transformer_lit.fast import use_onednn_products
 from transformer_lit.recipe import TrainSettings
-from transformer_lit.training import make_optimizer, train_step
+from transformer_lit.training import make_optimizer
 
 PAD, BOS = 0, 1
 ALPHA = 0.6                 # beam search length penalty, both sides (ours: GNMT's alpha)

@@ -22,7 +22,8 @@ import torch
 
 from _common import write_result
 from transformer_lit import fast
-from transformer_lit.data import load_verses, make_batches, split_by_book, version_pairs, encode_pairs
+from transformer_lit.corpus import load_verses, version_pairs
+from transformer_lit.data import make_batches, split_by_book, encode_pairs
 from transformer_lit.model import Transformer
 from transformer_lit.pretrained import load_pretrained
 from transformer_lit.recipe import preset_config, preset_settings

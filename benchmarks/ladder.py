@@ -30,8 +30,8 @@ from pathlib import Path
 
 import torch
 
-from transformer_lit.data import (ENGLISH_VERSIONS, FRENCH_VERSIONS, encode_pairs, load_verses, make_batches, reference_set,
-                                  split_by_book, train_tokenizer, version_pairs)
+from transformer_lit.corpus import ENGLISH_VERSIONS, FRENCH_VERSIONS, load_verses, version_pairs
+from transformer_lit.data import encode_pairs, make_batches, reference_set, split_by_book, train_tokenizer
 from transformer_lit.inference import translate
 from transformer_lit.model import Transformer
 from transformer_lit.pretrained import load_pretrained, pretrained_record

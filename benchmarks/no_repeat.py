@@ -16,7 +16,8 @@ from pathlib import Path
 
 import torch
 
-from transformer_lit.data import BOS_ID, EOS_ID, load_verses, reference_set, split_by_book
+from transformer_lit.corpus import load_verses
+from transformer_lit.data import BOS_ID, EOS_ID, reference_set, split_by_book
 from transformer_lit.analysis import repeated_ngrams
 from transformer_lit.inference import decode_in_batches, decode_step, new_cache, translate
 from transformer_lit.pretrained import PRETRAINED_SHA256, load_pretrained

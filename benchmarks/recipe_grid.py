@@ -17,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from transformer_lit.data import SubwordTokenizer, load_verses, reference_set, split_by_book
+from transformer_lit.corpus import load_verses
+from transformer_lit.data import SubwordTokenizer, reference_set, split_by_book
 from transformer_lit.inference import translate
 from transformer_lit.scoring import corpus_scores
 from transformer_lit.checkpoints import (

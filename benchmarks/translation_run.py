@@ -22,7 +22,8 @@ import torch
 
 from _common import disable_cudnn_attention, timed, write_result
 from transformer_lit.cli import main as transformer_lit
-from transformer_lit.data import BOOKS, SubwordTokenizer, load_pairs, split_by_book
+from transformer_lit.corpus import BOOKS, load_pairs
+from transformer_lit.data import SubwordTokenizer, split_by_book
 from transformer_lit.inference import translate
 from transformer_lit.scoring import bleu
 from transformer_lit.checkpoints import load_checkpoint, model_from_checkpoint

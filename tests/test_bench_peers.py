@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 pytest.importorskip("transformers", reason="transformers is not installed: pip install -e '.[bench]' installs it")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import os
 import re
 import shutil
 import threading

@@ -14,7 +14,7 @@ import sentencepiece as spm
 import torch
 
 from transformer_lit import corpus, data
-from transformer_lit.corpus import (CorpusError, Pair, Verse, extract_pairs, extract_verses,
+from transformer_lit.corpus import (CorpusError, Verse, extract_pairs, extract_verses,
                                     read_verses_tsv, write_verses_tsv)
 from transformer_lit.data import (BOS_ID, EOS_ID, PAD_ID, UNK_ID, Batch, EncodedPair,
                                   SubwordTokenizer, collate, encode_pairs, make_batches,

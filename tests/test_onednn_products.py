@@ -22,7 +22,7 @@ from transformer_lit.fast import (
     use_onednn_products,
 )
 from transformer_lit.recipe import TrainSettings
-from transformer_lit.training import make_optimizer, train_step
+from transformer_lit.training import make_optimizer
 
 pytestmark = pytest.mark.skipif(not onednn_available(), reason="PyTorch without oneDNN")
 

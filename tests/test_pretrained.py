@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from transformer_lit import pretrained
-from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer, sha256_of
+from transformer_lit.corpus import sha256_of
+from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer
 from transformer_lit.inference import translate
 from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, load_pretrained,
                                         pretrained_path, pretrained_record)

@@ -15,7 +15,8 @@ import torch
 
 from transformer_lit import corpus
 from transformer_lit.checkpoints import load_checkpoint
-from transformer_lit.data import encode_pairs, train_tokenizer, version_pairs
+from transformer_lit.corpus import version_pairs
+from transformer_lit.data import encode_pairs, train_tokenizer
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.recipe import TrainSettings
 from transformer_lit.training import evaluate, fit, make_optimizer

@@ -165,7 +165,7 @@ def test_a_malformed_modern_file_is_refused_with_its_line(tmp_path):
 def test_the_ladder_results_are_complete_and_match_their_sources():
     import json
 
-    from transformer_lit.data import ENGLISH_VERSIONS, FRENCH_VERSIONS
+    from transformer_lit.corpus import ENGLISH_VERSIONS, FRENCH_VERSIONS
     from transformer_lit.pretrained import pretrained_record
     from transformer_lit.recipe import BOOK_CPU_STEPS
 
@@ -192,7 +192,7 @@ def test_the_ladder_results_are_complete_and_match_their_sources():
 
 
 def test_the_corpus_lexicon_holds_both_languages_and_the_names():
-    from transformer_lit.data import Verse
+    from transformer_lit.corpus import Verse
     from transformer_lit.analysis import corpus_lexicon
 
     verses = [Verse(8, 1, i, {"4": "Naomi said to her.", "k": "Naomi said and went.",

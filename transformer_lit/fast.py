@@ -25,13 +25,15 @@ from transformer_lit.attention import (
     merge_heads,
     split_heads,
 )
-from .data import PAD_ID, Batch, CorpusError, cache_dir
+from .corpus import CorpusError, cache_dir
+from .data import PAD_ID, Batch
 from .masking import causal_mask, padding_mask
 from .inference import KVCache, Step
 from .model import Transformer, check_token_shape
 from .positional import PositionalEncoding
 from .recipe import TrainSettings
 from .training import LossTerms, smoothed_terms, train_step
+from .validate import check_int, check_probability
 
 # %% auto #0
 __all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'OneDNNLinear', 'linear',
@@ -80,8 +82,7 @@ def smoothed_cross_entropy(
             f"logits (..., V) {tuple(logits.shape)} and target (...) "
             f"{tuple(target.shape)} must agree"
         )
-    if not 0.0 <= smoothing < 1.0:
-        raise ValueError(f"smoothing must lie in [0, 1), got {smoothing}")
+    check_probability("smoothing", smoothing)
     return SmoothedCrossEntropy.apply(
         logits.flatten(0, -2), target.flatten(), smoothing, pad_id
     )
@@ -433,7 +434,7 @@ def fast_train_step(
     scaler: torch.amp.GradScaler | None = None,
 ) -> LossTerms:
     """train_step (chapter 09) with fast_loss: the same update, arguments and result.
-    With a wrapper (forward) it takes the plain loss, with a FastStepFallback warning."""
+    With a wrapper (forward), the plain loss and a FastStepFallback warning."""
     if forward is not None:
         warnings.warn(
             FastStepFallback(
@@ -498,8 +499,7 @@ class FastDecoder:
     def __init__(self, model: Transformer, rows: int = 1, onednn: bool | None = None):
         if model.training:
             raise ValueError("FastDecoder applies no dropout: call model.eval() first")
-        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
-            raise ValueError(f"rows must be an int >= 0, got {rows!r}")
+        check_int("rows", rows, low=0)
         c = model.config
         self.model, self.norm_first = model, c.norm_first
         self.H, self.D = c.n_heads, c.d_model

@@ -19,10 +19,10 @@ from .data import BOS_ID, EOS_ID, SubwordTokenizer
 from .masking import padding_mask
 from transformer_lit.model import (
     Transformer,
-    _check_new_tokens,
     check_tokens,
     greedy_decode_uncached,
 )
+from .validate import check_int, check_number, check_positive_int
 from .recipe import attention_policy, autocast_for
 
 # %% auto #0
@@ -43,10 +43,7 @@ class KVCache:
         max_len: int,
         static: bool = False,
     ):
-        if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
-            raise ValueError(
-                f"max_len must be a positive int (slots per sequence), got {max_len!r}"
-            )
+        check_positive_int("max_len", max_len)  # slots per sequence
         L, B, H, S, Dh = cross_k.shape
         # (L, B, H, S, Dh), from the memory
         self.cross_k, self.cross_v = cross_k, cross_v
@@ -124,15 +121,7 @@ def new_cache(
 ) -> KVCache:
     """Project memory (B, S, D) to every layer's cross-attention keys/values once;
     max_len empty self slots."""
-    if (
-        isinstance(max_len, bool)
-        or not isinstance(max_len, int)
-        or not 1 <= max_len <= model.config.max_len
-    ):
-        raise ValueError(
-            f"max_len must be an int in [1, config.max_len = "
-                f"{model.config.max_len}], got {max_len!r}"
-        )
+    check_int("max_len", max_len, low=1, high=model.config.max_len)  # config.max_len
     H, keys, values = model.config.n_heads, [], []
     for layer in model.decoder.layers:
         attn = layer.cross_attn
@@ -221,7 +210,7 @@ def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id:
         if rows and int(n.min()) < 0:
             raise ValueError(f"max_new_tokens must be >= 0, got {n.tolist()}")
         max_new_tokens = int(n.max()) if rows else 0  # the largest, checked below
-    _check_new_tokens(max_new_tokens)
+    check_int("max_new_tokens", max_new_tokens, low=0)
     if max_new_tokens > model.config.max_len:
         raise ValueError(
             f"max_new_tokens = {max_new_tokens} > config.max_len = "
@@ -230,8 +219,7 @@ def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id:
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
         if value is None and name == "eos_id":
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < V:
-            raise ValueError(f"{name} must be a token id in [0, {V}), got {value!r}")
+        check_int(name, value, low=0, high=V - 1)  # a token id
 
 # %% ../nbs/10_inference.ipynb #518113db
 Step = Callable[[Tensor, "KVCache"], Tensor]  # (tokens (B, 1), cache) -> logits (B, V)
@@ -312,11 +300,8 @@ def _best_hypotheses(
 def _check_beam_args(model: Transformer, beam_size: int, length_penalty: float) -> None:
     "ValueError naming the argument unless 1 <= beam_size <= V and 0 <= alpha < inf."
     V, k, alpha = model.config.tgt_vocab_size, beam_size, length_penalty
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= V:
-        raise ValueError(f"beam_size must be an int in [1, V = {V}], got {k!r}")
-    number = isinstance(alpha, (int, float)) and not isinstance(alpha, bool)
-    if not (number and 0 <= alpha < math.inf):   # NaN fails every comparison
-        raise ValueError(f"length_penalty must be a finite number >= 0, got {alpha!r}")
+    check_int("beam_size", k, low=1, high=V)  # at most every token of the vocabulary
+    check_number("length_penalty", alpha, 0.0, math.inf, high_open=True)
 
 # %% ../nbs/10_inference.ipynb #42a8f7f9
 @torch.no_grad()
@@ -446,12 +431,7 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
                       batch_size: int = 64) -> Decoded:
     """Encode sentences (cut to max_len - 1 tokens, eos added), decode them in batches
     of similar length, each row up to its output_limit -> Decoded, in input order."""
-    if (
-        isinstance(batch_size, bool)
-        or not isinstance(batch_size, int)
-        or batch_size < 1
-    ):
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_positive_int("batch_size", batch_size)
     device, max_len = next(model.parameters()).device, model.config.max_len
     attention_policy(device)
     ids = [x[: max_len - 1] + [EOS_ID] for x in tokenizer.encode(list(sentences))]

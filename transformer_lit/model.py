@@ -15,7 +15,15 @@ from torch import Tensor, nn
 from .decoder import Decoder, copy_from_torch_decoder_layer
 from .encoder import Encoder, copy_from_torch_encoder_layer
 from .masking import causal_mask, padding_mask
-from .positional import PositionalEncoding
+from .positional import MAX_LEN, PositionalEncoding
+from transformer_lit.validate import (
+    ArgumentError,
+    check_bool,
+    check_int,
+    check_positive_int,
+    check_probability,
+    check_token_ids,
+)
 
 # %% auto #0
 __all__ = ['TransformerConfig', 'check_token_shape', 'check_tokens', 'Transformer', 'load_torch_transformer',
@@ -32,7 +40,7 @@ class TransformerConfig:
     n_layers: int = 6
     d_ff: int = 2048
     dropout: float = 0.1
-    max_len: int = 1024
+    max_len: int = MAX_LEN  # positions the model can read (chapter 01's table)
     pad_id: int = 0
     # one matrix for source, target and output (§3.4); needs equal vocabularies
     share_embeddings: bool = False
@@ -48,26 +56,20 @@ class TransformerConfig:
             "d_ff",
             "max_len",
         ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            check_positive_int(name, getattr(self, name))
         if self.d_model % self.n_heads:
-            raise ValueError(
+            raise ArgumentError(
                 f"d_model (= {self.d_model}) must be divisible by n_heads (= "
                     f"{self.n_heads})"
             )
-        if (
-            isinstance(self.pad_id, bool)
-            or not isinstance(self.pad_id, int)
-            or not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size)
-        ):
-            raise ValueError(
-                f"pad_id must be an int id of both vocabularies, got {self.pad_id!r}"
-            )
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        # an id of both vocabularies
+        last_id = min(self.src_vocab_size, self.tgt_vocab_size) - 1
+        check_int("pad_id", self.pad_id, low=0, high=last_id)
+        check_probability("dropout", self.dropout)
+        check_bool("share_embeddings", self.share_embeddings)
+        check_bool("norm_first", self.norm_first)
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
-            raise ValueError(
+            raise ArgumentError(
                 "share_embeddings=True needs src_vocab_size == tgt_vocab_size, got "
                 f"{self.src_vocab_size} and {self.tgt_vocab_size}"
             )
@@ -102,25 +104,23 @@ def check_token_shape(name: str, tokens: Tensor, max_len: int) -> None:
     """Raise a clear error unless tokens is an integer (B, L) tensor, L <= max_len (no
     look at the values: no wait for the device)."""
     if not isinstance(tokens, Tensor) or tokens.dim() != 2:
-        raise ValueError(
+        raise ArgumentError(
             f"{name} must be a (B, L) tensor of token ids, got "
-                f"{getattr(tokens, 'shape', type(tokens).__name__)}"
+            f"{getattr(tokens, 'shape', type(tokens).__name__)}"
         )
     if tokens.is_floating_point() or tokens.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids, got dtype {tokens.dtype}")
+        raise ArgumentError(f"{name} must hold integer token ids, got {tokens.dtype}")
     if tokens.shape[1] > max_len:
-        raise ValueError(f"{name} has length {tokens.shape[1]} > max_len = {max_len}")
+        raise ArgumentError(
+            f"{name} has length {tokens.shape[1]} > max_len = {max_len}"
+        )
 
 
 def check_tokens(name: str, tokens: Tensor, vocab_size: int, max_len: int) -> None:
-    """check_token_shape, and every id in [0, vocab_size): once, where ids enter (it
-    reads the ids, so a GPU must finish first)."""
+    """check_token_shape, and every id in [0, vocab_size) (validate's check_token_ids):
+    once, where ids enter, since it reads the ids (a GPU must finish first)."""
     check_token_shape(name, tokens, max_len)
-    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
-        raise ValueError(
-            f"{name} ids must lie in [0, {vocab_size}), got min "
-                f"{int(tokens.min())}, max {int(tokens.max())}"
-        )
+    check_token_ids(name, tokens, vocab_size, max_len)
 
 # %% ../nbs/08_transformer.ipynb #768ec770
 class Transformer(nn.Module):
@@ -233,18 +233,6 @@ def load_torch_transformer(ours: Transformer, theirs: nn.Transformer) -> Transfo
     return ours
 
 # %% ../nbs/08_transformer.ipynb #7ba43d45
-def _check_new_tokens(max_new_tokens: int) -> None:
-    "ValueError naming max_new_tokens unless it is an int >= 0 (a bool is not)."
-    if (
-        isinstance(max_new_tokens, bool)
-        or not isinstance(max_new_tokens, int)
-        or max_new_tokens < 0
-    ):
-        raise ValueError(
-            f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}"
-        )
-
-
 @torch.no_grad()
 def greedy_decode_uncached(
     model: Transformer,
@@ -255,7 +243,7 @@ def greedy_decode_uncached(
 ) -> Tensor:
     """src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id
     are padded with pad_id after it."""
-    _check_new_tokens(max_new_tokens)
+    check_int("max_new_tokens", max_new_tokens, low=0)
     check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
     memory = model.encode(src)  # (B, S, D), once
     out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)

@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from .data import SubwordTokenizer, sha256_of
+from .corpus import sha256_of
+from .data import SubwordTokenizer
 from .model import Transformer
 from transformer_lit.checkpoints import (
     load_checkpoint,

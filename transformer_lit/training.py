@@ -24,6 +24,11 @@ from transformer_lit.recipe import (
     autocast_for,
     make_scaler,
 )
+from transformer_lit.validate import (
+    check_int,
+    check_positive_int,
+    check_probability,
+)
 
 # %% auto #0
 __all__ = ['LossFn', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'noam_lr', 'make_optimizer', 'train_step', 'evaluate',
@@ -48,8 +53,7 @@ def label_smoothing_loss(
             f"logits (..., V) {tuple(logits.shape)} and target (...) "
                 f"{tuple(target.shape)} must agree"
         )
-    if not 0.0 <= smoothing < 1.0:
-        raise ValueError(f"smoothing must lie in [0, 1), got {smoothing}")
+    check_probability("smoothing", smoothing)
     # (..., V) -> (N, V), in float32 at least (bf16 logits are too coarse)
     wide = torch.promote_types(logits.dtype, torch.float32)
     logp = F.log_softmax(logits.to(wide), dim=-1).flatten(0, -2)
@@ -74,14 +78,9 @@ def smoothed_terms(
 def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) -> float:
     """Learning rate of eq. 3 (§5.3) at step >= 1: factor * D^-0.5 * min(step^-0.5, step
     * warmup^-1.5)."""
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        raise ValueError(
-            f"step must be an int >= 1 (the paper counts steps from 1), got {step!r}"
-        )
-    if warmup < 1 or d_model < 1:
-        raise ValueError(
-            f"warmup and d_model must be >= 1, got warmup={warmup}, d_model={d_model}"
-        )
+    check_int("step", step, low=1)  # the paper counts steps from 1
+    check_positive_int("warmup", warmup)
+    check_positive_int("d_model", d_model)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 # %% ../nbs/09_training.ipynb #987be0f0

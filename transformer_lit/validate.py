@@ -66,7 +66,10 @@ def _number_words(low: float, high: float, low_open: bool, high_open: bool) -> s
         if low == -math.inf:
             return "a finite number"
         return f"a finite number {'>' if low_open else '>='} {low:g}"
-    return f"a number in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    return (
+        f"a number in {'(' if low_open else '['}{low}, "
+        f"{high}{')' if high_open else ']'}"
+    )
 
 
 def check_number(

@@ -30,23 +30,44 @@ from transformer_lit.cli.shared import (
 from transformer_lit.corpus import (
     ENGLISH_VERSIONS, FRENCH_VERSIONS, CorpusError, load_verses,
 )
+from ..corpus import version_pairs
 from transformer_lit.data import (
-    SPECIAL_PIECES, encode_pairs, make_batches, reference_set, split_by_book,
-    train_tokenizer, version_pairs,
+    SPECIAL_PIECES,
+    encode_pairs,
+    make_batches,
+    reference_set,
+    split_by_book,
+    train_tokenizer,
 )
 from ..inference import OutputTruncatedWarning, translate
 from ..model import Transformer
 from transformer_lit.runs import (
-    RunFolderError, World, any_rank, check_run_folder, clear_run, data_parallel,
-    release_run_folder, start, stop, take_run_folder,
+    RunFolderError,
+    World,
+    any_rank,
+    check_run_folder,
+    clear_run,
+    data_parallel,
+    release_run_folder,
+    start,
+    stop,
+    take_run_folder,
 )
 from transformer_lit.recipe import (
-    PRESETS, TrainSettings, preset_config, preset_settings, preset_vocab_size,
+    PRESETS,
+    TrainSettings,
+    preset_config,
+    preset_settings,
+    preset_vocab_size,
 )
 from ..scoring import corpus_scores
 from ..fast import decoder_for, training_step_for
 from transformer_lit.training import (
-    TrainState, finish_run, fit, make_optimizer, train_step,
+    TrainState,
+    finish_run,
+    fit,
+    make_optimizer,
+    train_step,
 )
 
 # %% auto #0
