@@ -12,7 +12,8 @@ import torch
 from transformer_lit import corpus
 from transformer_lit.data import Batch
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.runs import World, shard, world_from_env
+from transformer_lit.runs import World, world_from_env
+from transformer_lit.training import take_shard
 from transformer_lit.checkpoints import load_checkpoint
 from transformer_lit.training import label_smoothing_loss
 
@@ -25,7 +26,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py: `run` sets -
 
 STEP = '''
 import sys, torch
-from transformer_lit.runs import start, stop, shard, data_parallel
+from transformer_lit.runs import start, stop, data_parallel
+from transformer_lit.training import take_shard
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.training import label_smoothing_loss
 sys.path.insert(0, sys.argv[2])
@@ -34,7 +36,7 @@ torch.set_num_threads(1)
 world = start("cpu")
 torch.manual_seed(0 + world.rank)   # different seeds: DDP must still start every copy from rank 0's
 model = Transformer(TransformerConfig.tiny(50, 50, dropout=0.0))
-mine = shard(plan(), world)[0]
+mine = take_shard(plan(), world.rank, world.size)[0]
 ddp = data_parallel(model, world)   # kept alive: its hooks average the gradients in backward
 loss = label_smoothing_loss(ddp(mine.src, mine.tgt_in), mine.tgt_out).loss
 loss.backward()
@@ -61,9 +63,9 @@ def test_world_from_env():
 
 def test_shards_are_disjoint_and_equal_in_size():
     items = list(range(11))
-    parts = [shard(items, World(r, 3)) for r in range(3)]
+    parts = [take_shard(items, r, 3) for r in range(3)]
     assert [len(p) for p in parts] == [3, 3, 3]
-    assert sorted(sum(parts, [])) == items[:9] and shard(items, World()) == items
+    assert sorted(sum(parts, [])) == items[:9] and take_shard(items, 0, 1) == items
 
 
 def test_first_step_gradient_is_the_average_of_the_shards(tmp_path):
@@ -76,7 +78,7 @@ def test_first_step_gradient_is_the_average_of_the_shards(tmp_path):
     grads = []
     for rank in range(2):
         single.zero_grad()
-        b = shard(plan(), World(rank, 2))[0]
+        b = take_shard(plan(), rank, 2)[0]
         label_smoothing_loss(single(b.src, b.tgt_in), b.tgt_out).loss.backward()
         grads.append({n: p.grad.clone() for n, p in single.named_parameters()})
     for rank in range(2):

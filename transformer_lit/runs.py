@@ -11,21 +11,17 @@ import glob
 import os
 import socket
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-T = TypeVar("T")
-
 # %% auto #0
-__all__ = ['T', 'RUN_FILES', 'LOCK_FILE', 'World', 'world_from_env', 'start', 'stop', 'shard', 'any_rank', 'data_parallel',
-           'FolderBusy', 'lock_folder', 'check_unlocked', 'unlock_folder', 'stale_temporary_files', 'RunFolderError',
+__all__ = ['RUN_FILES', 'LOCK_FILE', 'World', 'world_from_env', 'start', 'stop', 'any_rank', 'data_parallel', 'FolderBusy',
+           'lock_folder', 'check_unlocked', 'unlock_folder', 'stale_temporary_files', 'RunFolderError',
            'check_run_folder', 'take_run_folder', 'release_run_folder', 'clear_run']
 
 # %% ../nbs/09b_runs.ipynb #78c5c1c0
@@ -83,11 +79,6 @@ def stop(world: World) -> None:
         # leave together: a rank that tears down gloo first can abort its peer
         dist.barrier()
         dist.destroy_process_group()
-
-# %% ../nbs/09b_runs.ipynb #a6adc4b0
-def shard(items: Sequence[T], world: World) -> list[T]:
-    "items[rank::size], cut to a multiple of size so that every rank gets as many."
-    return list(items[world.rank:len(items) - len(items) % world.size:world.size])
 
 # %% ../nbs/09b_runs.ipynb #9f5d5a2e
 def any_rank(flag: bool, world: World) -> bool:

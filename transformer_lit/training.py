@@ -9,7 +9,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -30,9 +30,11 @@ from transformer_lit.validate import (
     check_probability,
 )
 
+T = TypeVar("T")  # the items take_shard shares out
+
 # %% auto #0
-__all__ = ['LossFn', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'noam_lr', 'make_optimizer', 'train_step', 'evaluate',
-           'TrainState', 'batch_stream', 'snapshot', 'finish_run', 'fit']
+__all__ = ['T', 'LossFn', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'noam_lr', 'make_optimizer', 'train_step',
+           'evaluate', 'TrainState', 'take_shard', 'batch_stream', 'snapshot', 'finish_run', 'fit']
 
 # %% ../nbs/09_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -213,6 +215,12 @@ class TrainState:
         return cls(**{**d, **logs})
 
 # %% ../nbs/09_training.ipynb #f4b1b840
+def take_shard(items: Sequence[T], rank: int, world: int) -> list[T]:
+    """items[rank::world], cut to a multiple of world so that every rank gets as many
+    (data parallelism, chapter 09b); everything, in order, for one process."""
+    return list(items[rank : len(items) - len(items) % world : world])
+
+
 def batch_stream(
     examples: Sequence[EncodedPair],
     max_tokens: int,
@@ -221,12 +229,11 @@ def batch_stream(
     shard: tuple[int, int] = (0, 1),
 ) -> Iterator[Batch]:
     """Batches of epoch after epoch from state.epoch, state.batch_in_epoch on; updates
-    both as it yields. shard=(rank, world): every world-th batch from rank on."""
-    rank, world = shard
+    both as it yields. shard=(rank, world): take_shard of every epoch."""
     while True:
-        epoch = list(make_batches(examples, max_tokens, seed + state.epoch))
-        # the same number on every rank
-        epoch = epoch[rank : len(epoch) - len(epoch) % world : world]
+        epoch = take_shard(
+            list(make_batches(examples, max_tokens, seed + state.epoch)), *shard
+        )
         for i in range(state.batch_in_epoch, len(epoch)):
             state.batch_in_epoch = i + 1
             yield epoch[i]
