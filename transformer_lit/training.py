@@ -30,11 +30,11 @@ from transformer_lit.validate import (
     check_probability,
 )
 
-T = TypeVar("T")  # the items take_shard shares out
+_T = TypeVar("_T")  # the items take_shard shares out
 
 # %% auto #0
-__all__ = ['T', 'LossFn', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'noam_lr', 'make_optimizer', 'train_step',
-           'evaluate', 'TrainState', 'take_shard', 'batch_stream', 'snapshot', 'finish_run', 'fit']
+__all__ = ['LossFn', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'noam_lr', 'make_optimizer', 'train_step', 'evaluate',
+           'TrainState', 'take_shard', 'batch_stream', 'snapshot', 'finish_run', 'fit']
 
 # %% ../nbs/09_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -215,7 +215,7 @@ class TrainState:
         return cls(**{**d, **logs})
 
 # %% ../nbs/09_training.ipynb #f4b1b840
-def take_shard(items: Sequence[T], rank: int, world: int) -> list[T]:
+def take_shard(items: Sequence[_T], rank: int, world: int) -> list[_T]:
     """items[rank::world], cut to a multiple of world so that every rank gets as many
     (data parallelism, chapter 09b); everything, in order, for one process."""
     return list(items[rank : len(items) - len(items) % world : world])
