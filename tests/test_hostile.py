@@ -300,7 +300,7 @@ class CutWarning(UserWarning):
 
 
 def test_any_warning_of_translate_is_one_line_naming_the_input_line(model_pt, capsys, monkeypatch):
-    def warns(model, tokenizer, sentences, *args):
+    def warns(model, tokenizer, sentences, *args, **kwargs):
         for i, s in enumerate(sentences):
             if s.startswith("Cut"):
                 warnings.warn(CutWarning(i))

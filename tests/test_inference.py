@@ -257,9 +257,9 @@ def test_bad_inputs():
     # ids outside the vocabulary: refused once, where they enter (not in every forward)
     for fn in (lambda s: greedy_decode(model, s, 3, BOS), lambda s: beam_search(model, s, 2, 3),
                lambda s: greedy_decode(model, s, 3, BOS, use_cache=False)):
-        with pytest.raises(ValueError, match=r"src ids must lie in \[0, 50\)"):
+        with pytest.raises(ValueError, match=r"src must hold ids in \[0, 50\)"):
             fn(src.clone().fill_(50))
-        with pytest.raises(ValueError, match=r"src ids must lie in \[0, 50\)"):
+        with pytest.raises(ValueError, match=r"src must hold ids in \[0, 50\)"):
             fn(src.clone().fill_(-1))
 
 

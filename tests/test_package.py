@@ -28,7 +28,9 @@ def test_package_is_the_export_of_the_notebooks(tmp_path):
     exe = Path(sys.executable).with_name("nbdev_export")
     subprocess.run([str(exe)], cwd=tmp_path, check=True, capture_output=True, text=True)
     fresh, committed = tmp_path / "transformer_lit", ROOT / "transformer_lit"
-    ours = {p.relative_to(committed).as_posix() for p in committed.rglob("*.py")}
+    # cli/__main__.py is the one hand-written module (nbdev cannot make a __main__)
+    hand_written = {"cli/__main__.py"}
+    ours = {p.relative_to(committed).as_posix() for p in committed.rglob("*.py")} - hand_written
     theirs = {p.relative_to(fresh).as_posix() for p in fresh.rglob("*.py")}
     assert ours == theirs, f"modules differ: only committed {ours - theirs}, only exported {theirs - ours}"
     stale = [n for n in sorted(ours) if not filecmp.cmp(fresh / n, committed / n, shallow=False)]

@@ -92,12 +92,13 @@ def test_the_scaler_state_travels_in_the_train_state():
 
 
 def test_one_cudnn_attention_policy_for_training_decoding_and_the_command():
-    from transformer_lit import commands, recipe, training
+    from transformer_lit import recipe, training
+    from transformer_lit.cli import shared
     calls = []
     with mock.patch.object(torch.backends.cuda, "enable_cudnn_sdp", lambda on: calls.append(on)):
         recipe.attention_policy(torch.device("cpu"))
         assert calls == []
         recipe.attention_policy(torch.device("cuda"))
         assert calls == [False]
-    for module in (training, commands):   # fit and device_from_args call it
+    for module in (training, shared):   # fit and device_from_args call it
         assert "attention_policy(" in open(module.__file__).read()

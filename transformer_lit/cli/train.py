@@ -28,46 +28,25 @@ from transformer_lit.cli.shared import (
     out_of_memory, read_checkpoint, version_codes,
 )
 from transformer_lit.corpus import (
-    ENGLISH_VERSIONS, FRENCH_VERSIONS, CorpusError, load_verses,
+    ENGLISH_VERSIONS, FRENCH_VERSIONS, CorpusError, load_verses, version_pairs,
 )
-from ..corpus import version_pairs
 from transformer_lit.data import (
-    SPECIAL_PIECES,
-    encode_pairs,
-    make_batches,
-    reference_set,
-    split_by_book,
+    SPECIAL_PIECES, encode_pairs, make_batches, reference_set, split_by_book,
     train_tokenizer,
 )
+from ..fast import decoder_for, training_step_for
 from ..inference import OutputTruncatedWarning, translate
 from ..model import Transformer
-from transformer_lit.runs import (
-    RunFolderError,
-    World,
-    any_rank,
-    check_run_folder,
-    clear_run,
-    data_parallel,
-    release_run_folder,
-    start,
-    stop,
-    take_run_folder,
-)
 from transformer_lit.recipe import (
-    PRESETS,
-    TrainSettings,
-    preset_config,
-    preset_settings,
-    preset_vocab_size,
+    PRESETS, TrainSettings, preset_config, preset_settings, preset_vocab_size,
+)
+from transformer_lit.runs import (
+    RunFolderError, World, any_rank, check_run_folder, clear_run, data_parallel,
+    release_run_folder, start, stop, take_run_folder,
 )
 from ..scoring import corpus_scores
-from ..fast import decoder_for, training_step_for
 from transformer_lit.training import (
-    TrainState,
-    finish_run,
-    fit,
-    make_optimizer,
-    train_step,
+    TrainState, finish_run, fit, make_optimizer, train_step,
 )
 
 # %% auto #0
