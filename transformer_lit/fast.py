@@ -36,11 +36,11 @@ from .training import LossTerms, smoothed_terms, train_step
 from .validate import check_int, check_probability
 
 # %% auto #0
-__all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'OneDNNLinear', 'linear',
-           'onednn_available', 'use_onednn_products', 'check_onednn', 'onednn_measured_faster', 'Rows', 'rows_of',
-           'to_grid', 'from_grid', 'packed_attention', 'packed_ffn', 'packed_decoder_states', 'fast_loss',
-           'FastStepFallback', 'fast_train_step', 'training_step_for', 'Affine', 'use_onednn', 'FastDecoder',
-           'fast_step', 'fast_decoder', 'decoder_for']
+__all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'ONEDNN_MARGIN', 'ONEDNN_MIN_ROWS', 'SmoothedCrossEntropy', 'smoothed_cross_entropy',
+           'OneDNNLinear', 'linear', 'onednn_available', 'use_onednn_products', 'check_onednn',
+           'onednn_measured_faster', 'Rows', 'rows_of', 'to_grid', 'from_grid', 'packed_attention', 'packed_ffn',
+           'packed_decoder_states', 'fast_loss', 'FastStepFallback', 'fast_train_step', 'training_step_for', 'Affine',
+           'use_onednn', 'FastDecoder', 'fast_step', 'fast_decoder', 'decoder_for']
 
 # %% ../nbs/12_speed.ipynb #d183e068
 class SmoothedCrossEntropy(torch.autograd.Function):
@@ -236,6 +236,8 @@ def _time_products(kind: str) -> dict[str, float]:
 
 # %% ../nbs/12_speed.ipynb #040a5585
 MEASURED_FILE = "products.json"  # in cache_dir(): {cpu key: {kind: times}}
+# oneDNN is taken only where it needs at most this share of the plain products' time
+ONEDNN_MARGIN = 0.9
 
 
 @cache
@@ -267,7 +269,7 @@ def onednn_measured_faster(kind: str) -> bool:
             os.replace(tmp, path)
         except OSError:
             pass
-    return times["onednn"] <= 0.9 * times["plain"]
+    return times["onednn"] <= ONEDNN_MARGIN * times["plain"]
 
 # %% ../nbs/12_speed.ipynb #600678c3
 class Rows(NamedTuple):
@@ -475,12 +477,16 @@ def _packed(*linears: nn.Linear, rows: int, onednn: bool) -> Affine:
     return _pack(weight, torch.cat([lin.bias for lin in linears]), rows, onednn)
 
 
+# fewer rows a step than this: reordering the weights for oneDNN does not pay
+ONEDNN_MIN_ROWS = 4
+
+
 def use_onednn(model: Transformer, rows: int) -> bool:
     """Whether FastDecoder should multiply by oneDNN's prepacked matrices: from 4 rows a
     step, float32 on a CPU with oneDNN, no autocast, and measured faster here."""
     p = next(model.parameters())
     return (
-        rows >= 4
+        rows >= ONEDNN_MIN_ROWS
         and p.device.type == "cpu"
         and p.dtype == torch.float32
         and torch.backends.mkldnn.is_available()

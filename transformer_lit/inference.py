@@ -305,10 +305,17 @@ def _check_beam_args(model: Transformer, beam_size: int, length_penalty: float) 
 
 # %% ../nbs/10_inference.ipynb #42a8f7f9
 @torch.no_grad()
-def beam_search(model: Transformer, src: Tensor, beam_size: int = 4,
-                max_new_tokens: int | Tensor = 100, bos_id: int = 1, eos_id: int = 2,
-                length_penalty: float = 0.6, use_cache: bool = True,
-                step: Step | None = None) -> list[Tensor]:
+def beam_search(
+    model: Transformer,
+    src: Tensor,
+    beam_size: int = 4,
+    max_new_tokens: int | Tensor = 100,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
+    length_penalty: float = 0.6,
+    use_cache: bool = True,
+    step: Step | None = None,
+) -> list[Tensor]:
     """src (B, S) -> per sentence the best hypothesis (1 + n,), bos_id first, by log P /
     ((5 + n) / 6) ** alpha. step: decode_step unless given (for B * beam_size rows)."""
     _check_beam_args(model, beam_size, length_penalty)
