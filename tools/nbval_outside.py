@@ -5,11 +5,15 @@ notebook alone in a folder, the package installed from a wheel (not editable).
     python tools/nbval_outside.py nbs/00_overview.ipynb  # some of them
     python tools/nbval_outside.py --full                 # every cell as stored
     python tools/nbval_outside.py --jobs 1               # one notebook at a time
+    python tools/nbval_outside.py --threads 2            # CPU threads per kernel
 
 In a temporary folder: build a wheel from a copy of the sources, install it with
 `pip install --target site/` (once for all the notebooks), copy each notebook into a
 folder of its own, and run `pytest --nbval --nbval-current-env` there with
-PYTHONPATH=site, --jobs notebooks at once (default 2), the slowest first. The kernel
+PYTHONPATH=site, --jobs notebooks at once (default 2), the slowest first, each kernel
+with --threads CPU threads (default: the CPUs shared out among the jobs; more threads
+than cores only wait for each other, and a two-core machine running two kernels of two
+threads each spent minutes in that waiting). The kernel
 inherits PYTHONPATH, and the venv's editable finder comes after the path entries, so
 `import transformer_lit` finds the installed copy: a chapter that reads a file from the
 repository, or package data missing from the wheel, fails here. The folder is removed
@@ -136,11 +140,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every nbs/*.ipynb")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="notebooks run at once, each in its own kernel (default: %(default)s)")
+    parser.add_argument("--threads", type=int,
+                        help="CPU threads per kernel (default: the CPUs divided among --jobs)")
     parser.add_argument("--full", action="store_true",
                         help=f"run every cell as stored: no ${QUICK_ENV}, every output compared")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    threads = (args.threads if args.threads is not None
+               else max(1, (os.cpu_count() or 1) // args.jobs))
+    if threads < 1:
+        parser.error(f"--threads must be at least 1, got {threads}")
     notebooks = [p.resolve() for p in args.notebooks]
     notebooks = first(notebooks or sorted((ROOT / "nbs").glob("*.ipynb")))
     tmp = Path(tempfile.mkdtemp(prefix="transformer-lit-outside-"))
@@ -154,6 +164,8 @@ def main(argv: list[str]) -> int:
         # PYTHONPATH replaced, not extended: only the wheel may provide the package.
         # TRANSFORMER_LIT_CACHE passes through, so the corpus is not fetched again.
         env = {**os.environ, "PYTHONPATH": str(site)}
+        # torch reads OMP_NUM_THREADS for its intra-op pool; MKL its own variable
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
         env.pop(QUICK_ENV, None)
         if not args.full:
             env[QUICK_ENV] = "1"
@@ -168,7 +180,8 @@ def main(argv: list[str]) -> int:
                 quick_copy(nb, folder / nb.name)
             copies.append(folder / nb.name)
         mode = "every cell as stored" if args.full else f"${QUICK_ENV}=1"
-        print(f"{len(copies)} notebooks, {args.jobs} at a time, {mode}", flush=True)
+        print(f"{len(copies)} notebooks, {args.jobs} at a time, {threads} thread(s) each, "
+              f"{mode}", flush=True)
         failed, times = [], {}
         pool = ThreadPoolExecutor(args.jobs)
         try:
