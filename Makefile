@@ -72,15 +72,20 @@ check-tools:
 # notebook; the book build; the browser test over the built book.
 # nbval runs outside the repository, on copies of the notebooks each alone in a folder, with
 # the package installed from its wheel (not editable): a chapter must work for a reader who
-# has only `pip install`ed the package. Two notebooks run at once, each in its own kernel,
-# with TRANSFORMER_LIT_QUICK=1: chapter 09 trains a short run instead of the book's, and
+# has only `pip install`ed the package. Two notebooks run at once, each in its own kernel
+# with one CPU thread, with TRANSFORMER_LIT_QUICK=1: chapter 09 trains a short run instead of the book's, and
 # the cells tagged quick-ignore-output are not compared (tools/nbval_outside.py; `make
 # nbval-full` runs every cell as stored). Each chapter still runs once; the folder is removed.
 test: $(STAMP) check-tools
-	$(VENV)/bin/pytest tests -m "not browser"
+	@date +"make test: start %T"
+	$(VENV)/bin/pytest tests -m "not browser" --durations=12
+	@date +"make test: unit tests done %T"
 	$(PY) tools/nbval_outside.py
+	@date +"make test: notebooks done %T"
 	$(MAKE) --no-print-directory site
+	@date +"make test: book built %T"
 	$(VENV)/bin/pytest tests -m browser
+	@date +"make test: end %T"
 
 # nbval over every notebook as stored, chapter 09's full training run included
 nbval-full: $(STAMP)

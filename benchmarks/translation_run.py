@@ -87,7 +87,7 @@ def main() -> None:
                 f"(sacrebleu {record.get('sacrebleu')}, 13a) on all {len(test)} test pairs",
         "device_type": device.type, "command": "transformer-lit " + " ".join(command),
         "run": {k: v for k, v in record.items() if k != "valid_log"},
-        "valid_log": state["valid_log"],
+        "valid_log": record["valid_log"],   # model.pt's: the final evaluation included
         "train_log": state["train_log"][::10],   # (step, loss, nll, lr), every 10th step
         "test_sentences": len(test), "bleu": scores, "decode_seconds": seconds,
         "cached_equals_uncached": same, "samples": samples,

@@ -175,7 +175,7 @@ def test_checked_file_round_trip(tmp_path, fixture_db):
     path, versions = tmp_path / "verses.tsv", tuple(corpus.VERSIONS)
     write_verses_tsv(verses, versions, path)
     assert read_verses_tsv(path) == verses
-    assert not list(tmp_path.glob("*.part"))
+    assert [p.name for p in tmp_path.iterdir()] == ["verses.tsv"]   # no temporary file left
     with pytest.raises(ValueError, match="tab or line break"):
         write_verses_tsv([Verse(1, 1, 1, {"4": "a\tb"})], ("4",), tmp_path / "bad.tsv")
     (tmp_path / "other.tsv").write_text("not a header\n")

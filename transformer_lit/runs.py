@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import glob
 import os
 import socket
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +24,7 @@ from torch.nn.parallel import DistributedDataParallel
 # %% auto #0
 __all__ = ['RUN_FILES', 'LOCK_FILE', 'World', 'world_from_env', 'start', 'stop', 'any_rank', 'data_parallel', 'FolderBusy',
            'lock_folder', 'check_unlocked', 'unlock_folder', 'stale_temporary_files', 'RunFolderError',
-           'check_run_folder', 'take_run_folder', 'release_run_folder', 'clear_run']
+           'check_own_folder', 'check_run_folder', 'take_run_folder', 'release_run_folder', 'clear_run']
 
 # %% ../nbs/09b_runs.ipynb #78c5c1c0
 @dataclass(frozen=True)
@@ -117,7 +119,8 @@ def lock_folder(folder: Path) -> int:
     FolderBusy, naming the holder, if another process has it. Returns its fd."""
     path = folder / LOCK_FILE
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        # O_NOFOLLOW: a link planted at path would make us write through it
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -138,7 +141,7 @@ def lock_folder(folder: Path) -> int:
 def check_unlocked(folder: Path) -> None:
     "FolderBusy, naming the holder, if a process holds folder's lock; creates nothing."
     try:
-        fd = os.open(folder / LOCK_FILE, os.O_RDWR)
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_NOFOLLOW)
     except FileNotFoundError:
         return
     try:
@@ -181,11 +184,26 @@ def _check_contents(folder: Path, resume: bool, force: bool) -> None:
         )
 
 
+def check_own_folder(folder: Path) -> None:
+    """RunFolderError if every user may write in folder and another user owns it: there
+    anyone could plant files (links among them) for the run to write through."""
+    st = folder.stat()
+    if st.st_mode & stat.S_IWOTH and st.st_uid != os.geteuid():
+        raise RunFolderError(
+            f"{folder} belongs to another user (uid {st.st_uid}) and every user "
+                f"may write "
+            "in it; give a folder of your own"
+        )
+
+
 def check_run_folder(folder: Path, resume: bool, force: bool) -> None:
-    """Refuse a folder that is a file, that a run in progress holds, that holds a run
-    not to be replaced, or (resume) that holds none; creates nothing."""
+    """Refuse a folder that is a file, that another user owns and anyone may write in,
+    that a run in progress holds, that holds a run not to be replaced, or (resume) that
+    holds none; creates nothing."""
     if folder.exists() and not folder.is_dir():
         raise RunFolderError(f"{folder} is a file; give a folder")
+    if folder.is_dir():
+        check_own_folder(folder)
     try:
         check_unlocked(folder)  # a run in progress is named before anything else
     except FolderBusy as e:
@@ -201,12 +219,19 @@ def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path 
     missing = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        check_own_folder(folder)
         fd = lock_folder(folder)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except FolderBusy as e:
         raise RunFolderError(f"{e}; wait for it to end or give another folder") from e
     except OSError as e:
+        if e.errno == errno.ELOOP:  # O_NOFOLLOW met a link
+            raise RunFolderError(
+                f"{folder / LOCK_FILE} is a symbolic link, which no run makes; "
+                    f"remove it "
+                "or give another folder"
+            ) from e
         raise RunFolderError(f"{folder} is not writable ({e.strerror})") from e
     created = missing[-1] if missing else None
     try:

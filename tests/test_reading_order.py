@@ -1,0 +1,75 @@
+"""The book read in the table of contents' order: a chapter imports package code only from
+itself or from chapters before it (issue 31). The chapters that still use code a later chapter
+defines are listed in LATER, each with the modules it takes from ahead; the test fails when a
+new such use appears, and when a listed one is gone (then the list must shrink with it), so
+the list is always the work left."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+IMPORT = re.compile(r"^\s*(?:from\s+transformer_lit\.([\w.]+)\s+import|"
+                    r"import\s+transformer_lit\.([\w.]+)|"
+                    r"from\s+transformer_lit\s+import\s+([\w, ]+))", re.M)
+# chapter -> the modules it imports that a later chapter exports: the work left
+LATER = {
+    "09a_corpus": {"pretrained"},
+    "09_training": {"checkpoints", "inference", "pretrained", "scoring"},
+    "09c_pretrained": {"analysis", "inference", "scoring"},
+    "09e_analysis": {"inference"},
+    "11b_cli_train": {"fast"},
+    "11c_cli_translate": {"fast"},
+    "11_cli": {"cli.export"},
+}
+# the overview runs the finished model before the chapters build it, by design: it is the
+# tour of what they will build
+TOUR = "00_overview"
+
+
+def toc_chapters() -> list[str]:
+    "The notebooks' stems in the order _toc.yml lists them."
+    return re.findall(r"file:\s*nbs/(\S+)", (ROOT / "_toc.yml").read_text())
+
+
+def code(stem: str) -> str:
+    nb = json.loads((ROOT / "nbs" / f"{stem}.ipynb").read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def exported_module(source: str) -> str | None:
+    m = re.search(r"^#\|\s*default_exp\s+(\S+)", source, re.M)
+    return m.group(1) if m else None
+
+
+def imported_modules(source: str, known: set[str]) -> set[str]:
+    found = set()
+    for dotted, plain, names in IMPORT.findall(source):
+        if names:   # from transformer_lit import a, b: the modules among them
+            found |= {n.strip() for n in names.split(",")} & known
+        else:
+            found.add(dotted or plain)
+    return found
+
+
+def uses_of_later_code() -> dict[str, set[str]]:
+    chapters = toc_chapters()
+    sources = {stem: code(stem) for stem in chapters}
+    home = {exported_module(s): i for i, s in enumerate(sources.values()) if exported_module(s)}
+    later = {}
+    for i, (stem, source) in enumerate(sources.items()):
+        if stem == TOUR:
+            continue
+        ahead = {m for m in imported_modules(source, set(home)) if home.get(m, -1) > i}
+        if ahead:
+            later[stem] = ahead
+    return later
+
+
+def test_every_chapter_is_in_the_table_of_contents():
+    assert sorted(toc_chapters()) == sorted(p.stem for p in (ROOT / "nbs").glob("*.ipynb"))
+
+
+def test_chapters_use_no_code_from_later_chapters_but_the_listed():
+    assert uses_of_later_code() == LATER
