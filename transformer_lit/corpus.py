@@ -311,7 +311,9 @@ def write_atomically(path: Path, text: str) -> None:
     path's folder, then rename it over path: readers see the old file or the new one,
     never half of it, and a link planted in the folder is never written through."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
@@ -322,9 +324,9 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def read_small_file(path: Path, limit: int) -> str:
-    """The UTF-8 text of path if it is a regular file of at most limit bytes (not a link,
-    a FIFO or a device); OSError or ValueError otherwise, without waiting or reading
-    more than limit + 1 bytes."""
+    """The UTF-8 text of path if it is a regular file of at most limit bytes (not a
+    link, a FIFO or a device); OSError or ValueError otherwise, without waiting or
+    reading more than limit + 1 bytes."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 import warnings
 from collections.abc import Callable
 from functools import cache, partial
-from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -25,12 +23,9 @@ from transformer_lit.attention import (
     merge_heads,
     split_heads,
 )
-from transformer_lit.corpus import (
-    CorpusError,
-    cache_dir,
-    read_small_file,
-    write_atomically,
-)
+from .checkpoints import cpu_details
+from .corpus import CorpusError, cache_dir
+from .corpus import read_small_file, write_atomically
 from .data import PAD_ID, Batch
 from .masking import causal_mask, padding_mask
 from .inference import KVCache, Step
@@ -190,19 +185,9 @@ def check_onednn(model: nn.Module, onednn: bool | None) -> bool:
 
 # %% ../nbs/12_speed.ipynb #c8162e07
 def _cpu_key() -> str:
-    "What names this processor and PyTorch: the measured choices are kept under it."
-    fields = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() in ("vendor_id", "cpu family", "model", "model name"):
-                fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
-    cpu = " / ".join(fields.values()) or os.uname().machine
-    return (
-        f"{cpu} | torch {torch.__version__} | {torch.backends.cpu.get_cpu_capability()}"
-    )
+    """What names this processor and PyTorch (chapter 09b's cpu_details): the measured
+    choices are kept under it."""
+    return f"{' / '.join(cpu_details().values())} | torch {torch.__version__}"
 
 
 def _seconds(*fns: Callable[[], object], repeats: int = 7) -> list[float]:
