@@ -83,7 +83,7 @@ test: $(STAMP) check-tools
 	$(PY) tools/nbval_outside.py
 	@date +"make test: notebooks done %T"
 	$(MAKE) --no-print-directory site
-	@date +"make test: book built %T"
+	@date +"make test: site built %T"
 	$(VENV)/bin/pytest tests -m browser
 	@date +"make test: end %T"
 

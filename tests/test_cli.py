@@ -221,6 +221,14 @@ def test_translate_names_invalid_utf8_on_stdin(checkpoint):
     assert "line 2 is not valid UTF-8" in err
 
 
+def test_translate_names_an_argument_that_is_not_utf8(checkpoint, capsys):
+    "Python keeps the bytes of an argument that are not UTF-8 as lone surrogates."
+    bad = b"God \xff said.".decode("utf-8", "surrogateescape")
+    status, out, err = run(["translate", "--checkpoint", str(checkpoint), "Light.", bad], capsys)
+    assert_one_line_error(status, out, err, "sentence 2 of the arguments is not valid UTF-8",
+                          "character 4")
+
+
 def test_translate_into_a_closed_pipe_is_quiet(checkpoint):
     lines = "".join(f"{ENGLISH[i % 6]}\n" for i in range(200))
     cmd = " ".join(f"'{c}'" for c in COMMAND) + f" translate --checkpoint '{checkpoint}' --batch-size 4 | head -1"

@@ -26,7 +26,8 @@ ENGLISH = ["In the beginning God created the heavens and the earth.", "The earth
 FRENCH = ["Au commencement, Dieu créa les cieux et la terre.", "La terre était informe et vide.",
           "Dieu dit: Que la lumière soit! Et la lumière fut.", "Dieu vit que la lumière était bonne.",
           "Le roi dit à Daniel: Votre Dieu est le Dieu des dieux.", "Naomi dit à Ruth: Va, ma fille."]
-FILES = {"model.bin", "config.json", "shared_vocabulary.json", "sentencepiece.model", "README.md"}
+FILES = {"model.bin", "config.json", "shared_vocabulary.json", "sentencepiece.model", "README.md",
+         export.EXPORT_MARKER}
 N = 12   # new tokens in the greedy comparisons
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
@@ -157,17 +158,32 @@ def test_unknown_quantization_is_refused_with_the_list(tmp_path, tokenizer, bad)
 
 def test_existing_folder_needs_force(tmp_path, tokenizer):
     out = tmp_path / "ct2"
-    out.mkdir()
+    export.to_ctranslate2(tiny(tokenizer), tokenizer, out)
     (out / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="exists; force=True"):
         export.to_ctranslate2(tiny(tokenizer), tokenizer, out)
-    assert [p.name for p in out.iterdir()] == ["notes.txt"]
     export.to_ctranslate2(tiny(tokenizer), tokenizer, out, force=True)
     assert {p.name for p in out.iterdir()} == FILES | {"notes.txt"}   # the user's file stays
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]   # no temporary folder left
     (tmp_path / "file").write_text("x")
     with pytest.raises(FileExistsError, match="not a folder"):
         export.to_ctranslate2(tiny(tokenizer), tokenizer, tmp_path / "file", force=True)
+    (tmp_path / "empty").mkdir()   # an empty folder is fine
+    export.to_ctranslate2(tiny(tokenizer), tokenizer, tmp_path / "empty", force=True)
+
+
+def test_force_replaces_only_an_earlier_export(tmp_path, tokenizer, monkeypatch):
+    "Before: --force wrote README.md and config.json into any folder, the current one too."
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "README.md").write_text("my readme")
+    (mine / "config.json").write_text("{}")
+    monkeypatch.chdir(mine)
+    for out in (mine, Path("."), Path("")):
+        with pytest.raises(FileExistsError, match="no export wrote"):
+            export.to_ctranslate2(tiny(tokenizer), tokenizer, out, force=True)
+    assert (mine / "README.md").read_text() == "my readme"
+    assert sorted(p.name for p in mine.iterdir()) == ["README.md", "config.json"]
 
 
 def test_models_that_cannot_be_mapped_are_refused(tmp_path, tokenizer):
@@ -235,6 +251,14 @@ def test_command_exports_the_shipped_model_by_default(tmp_path, capsys):
     ids = tokenizer.encode(["And God said, Let there be light."])
     r = translator(tmp_path / "ct2").translate_batch([tokenizer.pieces(ids[0])], beam_size=1)
     assert [tokenizer.sp.piece_to_id(p) for p in r[0].hypotheses[0]] == ours_greedy(model, ids, 64)[0]
+
+
+def test_command_force_refuses_a_folder_of_other_files(tmp_path, capsys, checkpoint):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "README.md").write_text("my readme")
+    argv = ["export", "ctranslate2", str(tmp_path / "mine"), "--checkpoint", str(checkpoint), "--force"]
+    assert_one_line_error(*run(argv, capsys), "OUT", "no export wrote", "--force")
+    assert (tmp_path / "mine" / "README.md").read_text() == "my readme"
 
 
 def test_command_refuses_an_existing_folder_without_force(tmp_path, capsys, checkpoint):

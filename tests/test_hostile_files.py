@@ -9,6 +9,8 @@ import json
 import os
 import signal
 import sys
+from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -72,6 +74,17 @@ def test_a_folder_of_another_user_that_anyone_may_write_in_is_refused(tmp_path, 
     folder.chmod(0o755)   # the same folder, writable by its owner alone, is fine
     fd, created = runs.take_run_folder(folder, False, False)
     runs.release_run_folder(folder, fd, created)
+
+
+def test_a_run_never_writes_into_the_installed_package(capsys):
+    "Before: `train --out <package>/pretrained --force` deleted the shipped model."
+    shipped = Path(str(resources.files("transformer_lit"))) / "pretrained"
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in shipped.iterdir())
+    for out in (shipped, shipped / "new-run", shipped.parent):
+        for extra in ([], ["--force"]):
+            argv = ["train", *TINY, "--steps", "1", "--out", str(out), *extra]
+            assert_one_line_error(*run(argv, capsys), "inside the installed package")
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in shipped.iterdir()) == before
 
 
 def test_a_checked_file_is_never_written_through_a_planted_name(tmp_path):

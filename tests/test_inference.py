@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from transformer_lit.data import train_tokenizer
+from transformer_lit.validate import ArgumentError
 from transformer_lit.inference import (InputTruncatedWarning, KVCache, beam_search, decode_step, gnmt_length_penalty,
                                        greedy_decode, new_cache, translate)
 from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
@@ -277,9 +278,30 @@ def translator():
 def test_translate_refuses_a_single_string(translator):
     "A str is a Sequence[str] (of characters): it used to come back as one translation per character."
     model, tokenizer = translator
-    with pytest.raises(ValueError, match=r"sentences must be a list of str.*\[sentence\]"):
+    with pytest.raises(ValueError, match=r"sentences must be a list of str.*\[text\]"):
         translate(model, tokenizer, "Light.")
     assert len(translate(model, tokenizer, ("Light.", "Amen."))) == 2   # any other sequence is fine
+
+
+@pytest.mark.parametrize("bad, words", [([1, "x"], "sentences[0] must be a str"),
+                                        (["x", None], "sentences[1] must be a str"),
+                                        (["x", "y", "lone \udc80"], "sentences[2] is not text")])
+def test_translate_names_the_sentence_that_is_no_text(translator, bad, words):
+    "Before: an error from inside sentencepiece, naming neither the argument nor the item."
+    model, tokenizer = translator
+    with pytest.raises(ArgumentError) as caught:
+        translate(model, tokenizer, bad)
+    assert words in str(caught.value)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_translate_leaves_the_model_in_its_mode(translator, training):
+    "Before: a model that was training came back in eval mode (dropout off)."
+    model, tokenizer = translator
+    model.train(training)
+    translate(model, tokenizer, ["Light."])
+    assert model.training is training and all(m.training is training for m in model.modules())
+    model.eval()
 
 
 @pytest.mark.parametrize("use_cache", [True, False])

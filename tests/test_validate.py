@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from transformer_lit.validate import (
     check_number,
     check_positive_int,
     check_probability,
+    check_texts,
     check_token_ids,
 )
 
@@ -111,6 +113,21 @@ def test_token_ids():
     ]:
         with pytest.raises(ArgumentError, match=f"^src .*{words}"):
             check_token_ids("src", bad, 4, max_len=2)
+
+
+def test_texts_are_returned_as_a_list():
+    assert check_texts("lines", ("a", "", "é")) == ["a", "", "é"]
+    assert check_texts("lines", iter(["a"])) == ["a"]
+
+
+@pytest.mark.parametrize("bad, words", [("a line", "lines must be a list of str, not a str"),
+                                        (b"bytes", "lines must be a list of str, not a bytes"), (5, "lines must be a list of str, got 5"),
+                                        (["a", 5], "lines[1] must be a str, got 5"),
+                                        ([None], "lines[0] must be a str, got None"),
+                                        (["a", "b\udcff"], "lines[1] is not text: a lone surrogate at character 1")])
+def test_what_is_not_a_list_of_texts_is_refused_naming_the_item(bad, words):
+    with pytest.raises(ArgumentError, match="^" + re.escape(words)):
+        check_texts("lines", bad)
 
 
 def _hand_written_int_checks(tree: ast.AST) -> list[int]:

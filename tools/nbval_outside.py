@@ -51,9 +51,10 @@ BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", PACKAGE)
 QUICK_ENV = "TRANSFORMER_LIT_QUICK"
 QUICK_TAG = "quick-ignore-output"
 # The notebooks that take longest under nbval, slowest first (measured on a 2-core machine,
-# quick switch on): started first, they do not leave one worker running alone at the end.
-SLOW = ("09_training", "09d_evaluation", "10_inference", "12_speed", "13_export",
-        "11b_cli_train", "09b_runs")
+# quick switch on, one thread per kernel: 148, 101, 93, 36, 33, 23, 22, 21 s): started
+# first, they do not leave one worker running alone at the end.
+SLOW = ("10_inference", "09_training", "11_cli", "12_speed", "09a_data", "09e_analysis",
+        "08_transformer", "09a_corpus")
 
 
 def pip(*args: str) -> None:

@@ -21,7 +21,8 @@ from .norms import LayerNorm
 from .positional import LearnedPositionalEncoding, PositionalEncoding
 
 # %% auto #0
-__all__ = ['DEPLOY_EXTRA', 'require_ctranslate2', 'quantizations', 'check_quantization', 'transformer_spec', 'to_ctranslate2']
+__all__ = ['DEPLOY_EXTRA', 'EXPORT_MARKER', 'require_ctranslate2', 'quantizations', 'check_quantization', 'transformer_spec',
+           'check_replaceable', 'to_ctranslate2']
 
 # %% ../nbs/13_export.ipynb #38ba6bb3
 DEPLOY_EXTRA = "pip install 'transformer-lit[deploy]'"  # the package's optional extra
@@ -215,6 +216,18 @@ print(sp.decode(results[0].hypotheses[0]))
 """
 
 # %% ../nbs/13_export.ipynb #73b1aa10
+EXPORT_MARKER = ".transformer-lit-export"  # in an export's folder: the files it wrote
+
+
+def check_replaceable(out: Path) -> None:
+    """FileExistsError unless folder out is empty or holds an earlier export (its
+    marker): force replaces only what an export wrote, never a folder of other files."""
+    if any(out.iterdir()) and not (out / EXPORT_MARKER).is_file():
+        raise FileExistsError(
+            f"{out} holds files that no export wrote; give a new or an empty folder"
+        )
+
+
 def _write_folder(spec, tokenizer: SubwordTokenizer, text: str, out: Path) -> None:
     """Save spec, tokenizer and README into a new temporary folder beside out, then move
     it to out (or its files into an existing out): no half-written export."""
@@ -224,6 +237,8 @@ def _write_folder(spec, tokenizer: SubwordTokenizer, text: str, out: Path) -> No
         spec.save(str(tmp))  # model.bin, config.json, shared_vocabulary.json
         (tmp / "sentencepiece.model").write_bytes(tokenizer.to_bytes())
         (tmp / "README.md").write_text(text, encoding="utf-8")
+        names = sorted(f.name for f in tmp.iterdir())
+        (tmp / EXPORT_MARKER).write_text("\n".join(names) + "\n", encoding="utf-8")
         if not out.exists():
             os.replace(tmp, out)
             return
@@ -247,6 +262,8 @@ def to_ctranslate2(model: Transformer, tokenizer: SubwordTokenizer,
         raise FileExistsError(f"{out} exists and is not a folder")
     if out.exists() and not force:
         raise FileExistsError(f"{out} exists; force=True writes into it")
+    if out.exists():
+        check_replaceable(out)
     spec = transformer_spec(model)
     _set_vocabulary(spec, model, tokenizer)
     spec.validate()  # every weight set, shapes consistent

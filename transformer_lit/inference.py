@@ -22,7 +22,12 @@ from transformer_lit.model import (
     check_tokens,
     greedy_decode_uncached,
 )
-from .validate import check_int, check_number, check_positive_int
+from transformer_lit.validate import (
+    check_int,
+    check_number,
+    check_positive_int,
+    check_texts,
+)
 from .recipe import attention_policy, autocast_for
 
 # %% auto #0
@@ -445,15 +450,21 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
     limits = [output_limit(len(x), max_len) for x in ids]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     texts, cut = [""] * len(ids), [False] * len(ids)
+    was_training = model.training
     model.eval()
-    for k in range(0, len(order), batch_size):
-        chunk = order[k : k + batch_size]
-        src = _pad_rows([ids[i] for i in chunk], model.config.pad_id).to(device)
-        with autocast_for(device):
-            rows = decode(src, torch.tensor([limits[i] for i in chunk], device=device))
-        for r, i in enumerate(chunk):
-            out = rows[r][1 : 1 + limits[i]]  # tokenizer.decode stops at eos
-            texts[i], cut[i] = tokenizer.decode(out), not bool((out == EOS_ID).any())
+    try:  # the model is left in the mode it came in
+        for k in range(0, len(order), batch_size):
+            chunk = order[k : k + batch_size]
+            src = _pad_rows([ids[i] for i in chunk], model.config.pad_id).to(device)
+            limit = torch.tensor([limits[i] for i in chunk], device=device)
+            with autocast_for(device):
+                rows = decode(src, limit)
+            for r, i in enumerate(chunk):
+                out = rows[r][1 : 1 + limits[i]]  # tokenizer.decode stops at eos
+                texts[i] = tokenizer.decode(out)
+                cut[i] = not bool((out == EOS_ID).any())
+    finally:
+        model.train(was_training)
     return Decoded(texts, limits, cut)
 
 # %% ../nbs/10_inference.ipynb #078d0a15
@@ -483,12 +494,7 @@ def translate(
 ) -> list[str]:
     """English sentences -> French texts, in input order: greedy (beam_size=1) or beam
     search. decoder(model, rows): the step for a batch (decode_step unless given)."""
-    if isinstance(sentences, str):  # a str is a Sequence[str] too, of characters
-        raise ValueError(
-            "sentences must be a list of str, not a str: to translate "
-            "one sentence, pass [sentence]"
-        )
-    sentences = list(sentences)
+    sentences = check_texts("sentences", sentences)  # each item a str, named if not
     _check_beam_args(model, beam_size, length_penalty)  # before any work, even for []
     _warn_truncated(model, tokenizer, sentences)
     decode = _batch_decoder(model, beam_size, use_cache, length_penalty, decoder)

@@ -14,6 +14,7 @@ import socket
 import stat
 import tempfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import torch
@@ -24,7 +25,8 @@ from torch.nn.parallel import DistributedDataParallel
 # %% auto #0
 __all__ = ['RUN_FILES', 'LOCK_FILE', 'World', 'world_from_env', 'start', 'stop', 'any_rank', 'data_parallel', 'FolderBusy',
            'lock_folder', 'check_unlocked', 'unlock_folder', 'stale_temporary_files', 'RunFolderError',
-           'check_own_folder', 'check_run_folder', 'take_run_folder', 'release_run_folder', 'clear_run']
+           'check_outside_package', 'check_own_folder', 'check_run_folder', 'take_run_folder', 'release_run_folder',
+           'clear_run']
 
 # %% ../nbs/09b_runs.ipynb #78c5c1c0
 @dataclass(frozen=True)
@@ -184,6 +186,17 @@ def _check_contents(folder: Path, resume: bool, force: bool) -> None:
         )
 
 
+def check_outside_package(folder: Path) -> None:
+    """RunFolderError if folder is inside the installed package, whose shipped model a
+    run would replace."""
+    package = Path(str(resources.files("transformer_lit"))).resolve()
+    if folder.resolve().is_relative_to(package):
+        raise RunFolderError(
+            f"{folder} is inside the installed package ({package}); give a folder of "
+            "your own"
+        )
+
+
 def check_own_folder(folder: Path) -> None:
     """RunFolderError if every user may write in folder and another user owns it: there
     anyone could plant files (links among them) for the run to write through."""
@@ -202,6 +215,7 @@ def check_run_folder(folder: Path, resume: bool, force: bool) -> None:
     holds none; creates nothing."""
     if folder.exists() and not folder.is_dir():
         raise RunFolderError(f"{folder} is a file; give a folder")
+    check_outside_package(folder)
     if folder.is_dir():
         check_own_folder(folder)
     try:
@@ -216,6 +230,7 @@ def check_run_folder(folder: Path, resume: bool, force: bool) -> None:
 def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path | None]:
     """Create folder if missing, lock it, check it again under the lock and remove stale
     temporary files; returns (lock fd, outermost folder created or None)."""
+    check_outside_package(folder)
     missing = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)

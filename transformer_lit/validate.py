@@ -24,7 +24,7 @@ def _shown(value: object, width: int = 60) -> str:
 
 # %% auto #0
 __all__ = ['ArgumentError', 'check_int', 'check_positive_int', 'check_number', 'check_probability', 'check_bool', 'check_choice',
-           'check_token_ids']
+           'check_texts', 'check_token_ids']
 
 # %% ../nbs/00a_validate.ipynb #f480c43a
 def _int_words(low: int | None, high: int | None) -> str:
@@ -113,6 +113,33 @@ def check_choice(name: str, value: object, choices: Collection[str]) -> str:
             f"{name} must be one of {', '.join(sorted(choices))}, got {_shown(value)}"
         )
     return value
+
+# %% ../nbs/00a_validate.ipynb #3a85ab12
+def check_texts(name: str, values: object) -> list[str]:
+    """values as a list of str that UTF-8 can encode; else ArgumentError naming `name`
+    and the index of the first wrong item. A lone str is refused: it is a sequence of
+    characters, not of texts."""
+    if isinstance(values, (str, bytes)):
+        raise ArgumentError(
+            f"{name} must be a list of str, not a {type(values).__name__}: for one "
+            "text, pass [text]"
+        )
+    try:
+        texts = list(values)
+    except TypeError:
+        raise ArgumentError(
+            f"{name} must be a list of str, got {_shown(values)}"
+        ) from None
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ArgumentError(f"{name}[{i}] must be a str, got {_shown(text)}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ArgumentError(
+                f"{name}[{i}] is not text: a lone surrogate at character {e.start}"
+            ) from None
+    return texts
 
 # %% ../nbs/00a_validate.ipynb #48c90446
 def check_token_ids(

@@ -9,7 +9,12 @@ import argparse
 from pathlib import Path
 
 from .shared import CliError, add_checkpoint_option, load_model
-from ..export import quantizations, require_ctranslate2, to_ctranslate2
+from transformer_lit.export import (
+    check_replaceable,
+    quantizations,
+    require_ctranslate2,
+    to_ctranslate2,
+)
 
 # %% auto #0
 __all__ = ['add_export_command', 'check_export', 'run_export']
@@ -64,6 +69,11 @@ def check_export(args: argparse.Namespace) -> None:
         raise CliError(f"OUT {args.out} exists and is not a folder")
     if args.out.exists() and not args.force:
         raise CliError(f"OUT {args.out} exists; give --force to write into it")
+    if args.out.exists():
+        try:  # --force replaces an earlier export, and nothing else
+            check_replaceable(args.out)
+        except FileExistsError as e:
+            raise CliError(f"OUT {e}: --force replaces only an earlier export") from e
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -115,6 +115,14 @@ def _sentences(args: argparse.Namespace) -> Iterator[tuple[int, str]]:
     """(line number, sentence) for the arguments, or for standard input as its lines
     arrive; blank lines give ''."""
     if args.sentences:
+        for n, s in enumerate(args.sentences, start=1):
+            try:  # Python keeps an argument's bytes that are not UTF-8 as surrogates
+                s.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise CliError(
+                    f"sentence {n} of the arguments is not valid UTF-8 (at character "
+                    f"{e.start})"
+                ) from None
         yield from enumerate((s.strip() for s in args.sentences), start=1)
         return
     # bytes, so that bad UTF-8 can be named by line; a line is yielded as it arrives
