@@ -204,8 +204,7 @@ def check_own_folder(folder: Path) -> None:
     if st.st_mode & stat.S_IWOTH and st.st_uid != os.geteuid():
         raise RunFolderError(
             f"{folder} belongs to another user (uid {st.st_uid}) and every user "
-                f"may write "
-            "in it; give a folder of your own"
+            "may write in it; give a folder of your own"
         )
 
 
@@ -244,8 +243,7 @@ def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path 
         if e.errno == errno.ELOOP:  # O_NOFOLLOW met a link
             raise RunFolderError(
                 f"{folder / LOCK_FILE} is a symbolic link, which no run makes; "
-                    f"remove it "
-                "or give another folder"
+                "remove it or give another folder"
             ) from e
         raise RunFolderError(f"{folder} is not writable ({e.strerror})") from e
     created = missing[-1] if missing else None
