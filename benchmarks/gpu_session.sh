@@ -15,6 +15,8 @@
 #    to a few hundred steps: the training run above is the long one.
 # Everything it measures is packed into $OUT/gpu.tgz (results/*.json, logs, chapters/*.json),
 # within SECONDS_LEFT seconds of its start (default 520), so that the tool's limit is not hit.
+# ONLY_CHAPTERS=1 runs the chapters alone; FULL_09=1 (with it) runs only chapter 09, in bf16
+# and in float16 side by side, each with its whole GPU budget (recipe.BOOK_GPU_STEPS).
 set -u
 OUT=${OUT:-/tmp/gpu-out}
 REPO=$PWD
@@ -71,13 +73,23 @@ grep -q "fast step: FAILED" "$W/mfu.log" && COMPILE="--compile"   # the plain st
 fi
 unset PYTHONPATH
 mkdir -p /tmp/reader && cp nbs/*.ipynb /tmp/reader/   # outside the repository, as on Colab
+# Two chains of chapters side by side share the cores: each kernel gets its part of them
+# (torch's default, one thread per core in every process, stalls the CPU-side cells).
+PROCESSES=3; [[ -n "${ONLY_CHAPTERS:-}" ]] && PROCESSES=2   # the training run is the third
+THREADS=${CHAPTER_THREADS:-$(( $(nproc) / PROCESSES ))}
+(( THREADS >= 1 )) || THREADS=1
 chapter() {  # name, timeout, options
   local name=$1 limit=$2; shift 2
   local tag; tag=$name$( [[ "$*" == *float16* ]] && echo -fp16 )
-  timeout "$(left "$limit")" $CHAPTER_PY "$REPO/tools/run_as_script.py" "/tmp/reader/$name.ipynb" \
+  timeout "$(left "$limit")" env OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS $CHAPTER_PY "$REPO/tools/run_as_script.py" "/tmp/reader/$name.ipynb" \
     "$W/chapters/$tag.json" "$@" > "$W/chapters/$tag.log" 2>&1
   stamp "$tag: exit $?"
 }
+if [[ -n "${FULL_09:-}" ]]; then  # chapter 09 alone at its whole GPU budget, bf16 and float16
+  ( chapter 09_training 450 ) &
+  ( mkdir -p /tmp/tl-cache-fp16 && cp /tmp/tl-cache/bible-verses-v2.tsv* /tmp/tl-cache-fp16/
+    export TRANSFORMER_LIT_CACHE=/tmp/tl-cache-fp16; chapter 09_training 450 --float16 ) &
+else
 (
   chapter 08_transformer 90
   chapter 09_training 300 --gpu-steps 300
@@ -86,9 +98,13 @@ chapter() {  # name, timeout, options
   chapter 12_speed 200
 ) &
 (
+  # a cache of its own: chapter 09's run folder would be the other chain's
+  mkdir -p /tmp/tl-cache-fp16 && cp /tmp/tl-cache/bible-verses-v2.tsv* /tmp/tl-cache-fp16/
+  export TRANSFORMER_LIT_CACHE=/tmp/tl-cache-fp16
   chapter 09_training 300 --gpu-steps 200 --float16
   chapter 10_inference 200 --float16
 ) &
+fi
 wait
 stamp end
 cp -r transformer_lit/results/*_cuda.json "$W/results/" 2>/dev/null

@@ -80,6 +80,7 @@ def main() -> int:
         plt.close("all")
         record["cells"].append({"index": i, "seconds": time.perf_counter() - start, "stdout": out.getvalue(),
                                 "stderr": err.getvalue()[-4000:], "error": error})
+        out_path.write_text(json.dumps(record, indent=1))  # kept if the run is cut off
         print(f"{args.notebook.name} cell {i}: {time.perf_counter() - start:.1f} s"
               + (" ERROR" if error else ""), flush=True)
         if error:
