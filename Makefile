@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch first and pinned: the CPU wheel; an unpinned torch would pull GBs of CUDA packages.
 	$(PY) -m pip install -q torch==2.13.0
-	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 13 and
+	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 25 and
 	# tests/test_export.py use; bench: transformers, which benchmarks/bench_peers.py and
 	# tests/test_bench_peers.py use (extras of their own, so that readers can install them alone)
 	$(PY) -m pip install -q -e ".[dev,deploy,bench]"
@@ -73,7 +73,7 @@ check-tools:
 # nbval runs outside the repository, on copies of the notebooks each alone in a folder, with
 # the package installed from its wheel (not editable): a chapter must work for a reader who
 # has only `pip install`ed the package. Two notebooks run at once, each in its own kernel
-# with one CPU thread, with TRANSFORMER_LIT_QUICK=1: chapter 09 trains a short run instead of the book's, and
+# with one CPU thread, with TRANSFORMER_LIT_QUICK=1: chapter 13 trains a short run instead of the book's, and
 # the cells tagged quick-ignore-output are not compared (tools/nbval_outside.py; `make
 # nbval-full` runs every cell as stored). Each chapter still runs once; the folder is removed.
 test: $(STAMP) check-tools
@@ -87,12 +87,12 @@ test: $(STAMP) check-tools
 	$(VENV)/bin/pytest tests -m browser
 	@date +"make test: end %T"
 
-# nbval over every notebook as stored, chapter 09's full training run included
+# nbval over every notebook as stored, chapter 13's full training run included
 nbval-full: $(STAMP)
 	$(PY) tools/nbval_outside.py --full
 
 # Re-execute notebooks in place (fresh kernel, counts 1..n) after editing them, their code first
-# fitted to 88 columns (tools/fit_page.py): make notebooks NB=nbs/02_attention.ipynb
+# fitted to 88 columns (tools/fit_page.py): make notebooks NB=nbs/03_attention.ipynb
 notebooks: $(STAMP)
 	$(PY) tools/fit_page.py $(NB)
 	$(PY) tools/fold_figures.py $(NB)

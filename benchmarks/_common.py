@@ -52,7 +52,7 @@ def timed(fn: Callable[[], object], device: torch.device) -> tuple[object, float
 
 
 def disable_cudnn_attention(device: torch.device) -> None:
-    "The package's one cuDNN-attention policy (chapter 09's attention_policy), which fit and the CLI use too."
+    "The package's one cuDNN-attention policy (chapter 13's attention_policy), which fit and the CLI use too."
     attention_policy(device)
 
 

@@ -4,10 +4,10 @@ Run: .venv/bin/python benchmarks/bench_ctranslate2.py [--postnorm PATH] [--repea
      (ctranslate2 comes with the package's `deploy` extra, which `make venv` installs)
 
 Four parts, all on a CPU with one thread (torch.set_num_threads(1), CTranslate2 intra_threads=1):
-  1. agreement on the test books (Ruth, Daniel, 1 John; WEB sources, chapter 09's reference set), for
+  1. agreement on the test books (Ruth, Daniel, 1 John; WEB sources, chapter 13's reference set), for
      the shipped model (pre-norm) and for a post-norm model (--postnorm: a model.pt; without it the
      post-norm part is skipped): greedy tokens of ours (greedy_decode, batches of 64 sorted by length,
-     each sentence cut at chapter 09's limit n + n // 2 + 10) against CTranslate2 float32 and int8
+     each sentence cut at chapter 13's limit n + n // 2 + 10) against CTranslate2 float32 and int8
      (translate_batch(beam_size=1), its other options at their defaults, the output cut at the same
      limit); for each disagreement, our margin between the two best logits at the first differing
      step; beam 4 with no length penalty on either side (length_penalty=0: both rank finished
@@ -60,7 +60,7 @@ SRC_LEN = 32
 PARTS = ("agreement", "speed", "sizes")
 
 
-limit_of = output_limit  # chapter 10's budget for a source of n_src pieces (EOS included)
+limit_of = output_limit  # chapter 17's budget for a source of n_src pieces (EOS included)
 
 
 def strip(row: list[int]) -> list[int]:
@@ -69,7 +69,7 @@ def strip(row: list[int]) -> list[int]:
 
 
 def ours_decode(model: Transformer, ids: list[list[int]], beam: int = 1, int8: bool = False) -> list[list[int]]:
-    """Our tokens for each source (ids without EOS), greedy (limits of chapter 09) or beam search with
+    """Our tokens for each source (ids without EOS), greedy (limits of chapter 13) or beam search with
     no length penalty and the same flat limit as CTranslate2's side; batches of BATCH by length."""
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out: list[list[int]] = [[] for _ in ids]
@@ -213,7 +213,7 @@ class Int8FastDecoder:
 
 @torch.no_grad()
 def int8_fast_step(q8: Int8FastDecoder, tokens: Tensor, cache) -> Tensor:
-    "fast_step (chapter 10) with every product an int8 one: tokens (B, 1) -> logits (B, V)."
+    "fast_step (chapter 17) with every product an int8 one: tokens (B, 1) -> logits (B, V)."
     from transformer_lit.fast import _add_norm, _embed, _norm
     from transformer_lit.attention import fused_attention
     import torch.nn.functional as F

@@ -8,8 +8,8 @@ cross-entropy, backward, gradient clipping and one fused Adam step, under the de
 token), so every counted operation is useful work. Three ways of taking the step, timed in
 alternation after a warm-up (which also compiles):
 
-- plain: chapter 09's train_step (logits at every position);
-- fast step: chapter 12's fast_train_step (the projection of the target rows only, the
+- plain: chapter 13's train_step (logits at every position);
+- fast step: chapter 24's fast_train_step (the projection of the target rows only, the
   closed-form loss gradient), the command line's default;
 - compiled: train_step with torch.compile(model) as the forward, as `--compile` does;
 

@@ -1,10 +1,10 @@
-"""train_step on real batches (chapter 09's corpus, length-bucketed as `fit` makes them), its
+"""train_step on real batches (chapter 13's corpus, length-bucketed as `fit` makes them), its
 products by oneDNN against F.linear (MKL), interleaved batch by batch on the same weights.
 
     python benchmarks/bench_train_real.py                  # presets cpu and small, 24 batches
     python benchmarks/bench_train_real.py --batches 8 --presets cpu
 
-Where chapter 12's bench_peers.py times one synthetic batch against other libraries, this
+Where chapter 24's bench_peers.py times one synthetic batch against other libraries, this
 measures what a real run gains: target tokens per second of training steps, both ways, on the
 first batches of an epoch of the training books (the shipped model's tokenizer encodes them).
 Both sides start from the same weights and take the same batches; each batch is timed once each
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{preset}: {r['target_tokens_per_second']['onednn']:,.0f} target tokens/s by oneDNN, "
               f"{r['target_tokens_per_second']['f_linear']:,.0f} by F.linear: "
               f"{r['speedup_onednn']:.2f}x", flush=True)
-    payload = {"what": "train_step on real batches of chapter 09's corpus, products by oneDNN "
+    payload = {"what": "train_step on real batches of chapter 13's corpus, products by oneDNN "
                        "(OneDNNLinear) against F.linear (MKL), interleaved batch by batch",
                "device_type": "cpu", "threads": torch.get_num_threads(),
                "capability": torch.backends.cpu.get_cpu_capability(),

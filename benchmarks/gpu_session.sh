@@ -9,13 +9,13 @@
 # 1. the benchmarks, alone on the GPU: MFU of a base-model training step (bench_mfu.py), then
 #    the base model's decoding latency at batch 1 against its bandwidth floor (bench_decode.py);
 # 2. then, side by side: the base model trained on every pairing and scored on the test books
-#    (translation_run.py), and chapters 08, 09, 09c, 10 and 12 run as a reader runs them, from
+#    (translation_run.py), and chapters 09, 13, 14, 17 and 24 run as a reader runs them, from
 #    the package's wheel in a fresh virtual environment (tools/run_as_script.py): in bf16,
-#    then 09 and 10 again on the float16 path that a T4 takes. Chapter 09's GPU budget is cut
+#    then 13 and 17 again on the float16 path that a T4 takes. Chapter 13's GPU budget is cut
 #    to a few hundred steps: the training run above is the long one.
 # Everything it measures is packed into $OUT/gpu.tgz (results/*.json, logs, chapters/*.json),
 # within SECONDS_LEFT seconds of its start (default 520), so that the tool's limit is not hit.
-# ONLY_CHAPTERS=1 runs the chapters alone; FULL_09=1 (with it) runs only chapter 09, in bf16
+# ONLY_CHAPTERS=1 runs the chapters alone; FULL_13=1 (with it) runs only chapter 13, in bf16
 # and in float16 side by side, each with its whole GPU budget (recipe.BOOK_GPU_STEPS).
 set -u
 OUT=${OUT:-/tmp/gpu-out}
@@ -85,24 +85,24 @@ chapter() {  # name, timeout, options
     "$W/chapters/$tag.json" "$@" > "$W/chapters/$tag.log" 2>&1
   stamp "$tag: exit $?"
 }
-if [[ -n "${FULL_09:-}" ]]; then  # chapter 09 alone at its whole GPU budget, bf16 and float16
-  ( chapter 09_training 450 ) &
+if [[ -n "${FULL_13:-}" ]]; then  # chapter 13 alone at its whole GPU budget, bf16 and float16
+  ( chapter 13_training 450 ) &
   ( mkdir -p /tmp/tl-cache-fp16 && cp /tmp/tl-cache/bible-verses-v2.tsv* /tmp/tl-cache-fp16/
-    export TRANSFORMER_LIT_CACHE=/tmp/tl-cache-fp16; chapter 09_training 450 --float16 ) &
+    export TRANSFORMER_LIT_CACHE=/tmp/tl-cache-fp16; chapter 13_training 450 --float16 ) &
 else
 (
-  chapter 08_transformer 90
-  chapter 09_training 300 --gpu-steps 300
-  chapter 09c_pretrained 90
-  chapter 10_inference 200
-  chapter 12_speed 200
+  chapter 09_transformer 90
+  chapter 13_training 300 --gpu-steps 300
+  chapter 14_pretrained 90
+  chapter 17_inference 200
+  chapter 24_speed 200
 ) &
 (
-  # a cache of its own: chapter 09's run folder would be the other chain's
+  # a cache of its own: chapter 13's run folder would be the other chain's
   mkdir -p /tmp/tl-cache-fp16 && cp /tmp/tl-cache/bible-verses-v2.tsv* /tmp/tl-cache-fp16/
   export TRANSFORMER_LIT_CACHE=/tmp/tl-cache-fp16
-  chapter 09_training 300 --gpu-steps 200 --float16
-  chapter 10_inference 200 --float16
+  chapter 13_training 300 --gpu-steps 200 --float16
+  chapter 17_inference 200 --float16
 ) &
 fi
 wait

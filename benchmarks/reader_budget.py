@@ -1,4 +1,4 @@
-"""Choose the reader's live run of chapter 09 by measurement on the validation books: train the
+"""Choose the reader's live run of chapter 13 by measurement on the validation books: train the
 plain step on a CPU for a budget of steps, and score greedy translations of the short
 held-out verses (WEB -> Louis Segond, chrF and BLEU) at several points of the budget.
 
@@ -7,7 +7,7 @@ held-out verses (WEB -> Louis Segond, chrF and BLEU) at several points of the bu
 
 Writes transformer_lit/results/reader_budget_<device>.json (one entry per configuration, the
 curve of steps -> minutes -> chrF). Only the validation books are scored here: the test books
-are scored once, by chapter 09, with the settings chosen from this file.
+are scored once, by chapter 13, with the settings chosen from this file.
 """
 from __future__ import annotations
 

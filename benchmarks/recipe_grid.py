@@ -1,4 +1,4 @@
-"""A small grid of training recipes, compared on the validation books (chapter 09, "A recipe for a
+"""A small grid of training recipes, compared on the validation books (chapter 13, "A recipe for a
 small corpus"). Every run is `transformer-lit train` with the same wall-time budget; each is then
 scored on ALL validation verses (source WEB, every French version a reference), with its last
 weights and with the average of its last snapshots. The test books are never touched here.

@@ -72,7 +72,7 @@ def visit(browser, url: str, shot: Path) -> tuple[object, list[str]]:
     shot.parent.mkdir(parents=True, exist_ok=True)
     for old in shot.parent.glob(f"{shot.stem}-*{shot.suffix}"):   # tiles of an earlier build
         old.unlink()
-    # One capture of a very tall page (chapter 09: 53,000 px) came back with its prose missing
+    # One capture of a very tall page (chapter 13: 53,000 px) came back with its prose missing
     # below ~12,000 px; captures of at most SHOT_TILE px each render whole, so a taller page is
     # saved in tiles: name.png, then name-2.png, name-3.png, ...
     height = page.evaluate("document.documentElement.scrollHeight")
@@ -125,7 +125,7 @@ def tables_as_text(paragraphs: list[str]) -> list[str]:
 
 
 def test_tables_as_text_is_caught():
-    "The check fails on the broken table readers found in chapter 05, and only on tables."
+    "The check fails on the broken table readers found in chapter 06, and only on tables."
     broken = "| | attention | feed-forward |\n|—|—:|—:|\n| parameters | 1,050,624 | 2,099,712 |"
     assert tables_as_text([broken]) == [broken[:80]]
     assert tables_as_text(["| a | b |\n|---|---:|\n| 1 | 2 |"]) != []

@@ -280,7 +280,7 @@ def test_translate_beam_larger_than_the_vocabulary(checkpoint, capsys):
 
 
 def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, monkeypatch):
-    "train's every step goes through chapter 12's fast loss, translate through fast_step."
+    "train's every step goes through chapter 24's fast loss, translate through fast_step."
     import transformer_lit.fast as fast
     calls = {"fast_loss": 0, "fast_step": 0}
 

@@ -50,7 +50,7 @@ def test_the_check_can_fail(tmp_path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_stream_outputs_come_in_one_box(path):
-    """A cell's printed lines are one output, not one box per message (chapter 09's
+    """A cell's printed lines are one output, not one box per message (chapter 13's
     training log was ten): tools/run_notebooks.py coalesces them."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     split = []

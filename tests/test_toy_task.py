@@ -1,4 +1,4 @@
-"""Chapter 08's toy task (reversing random sequences) reaches its accuracy in the stored
+"""Chapter 09's toy task (reversing random sequences) reaches its accuracy in the stored
 run. The notebook's cell asserts the threshold when it runs; this test reads what the
 committed notebook printed, so a notebook committed without that run, or with a run that
 fell short, fails.
@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTER = ROOT / "nbs" / "08_transformer.ipynb"
+CHAPTER = ROOT / "nbs" / "09_transformer.ipynb"
 THRESHOLD = 0.95  # the chapter's assert
 LINE = re.compile(
     r"exact-match accuracy on (\d+) unseen sentences: (\d+) correct = ([0-9.]+)")

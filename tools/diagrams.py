@@ -37,7 +37,7 @@ MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 INK, LINE, MUTED, WHITE = "#1f2328", "#4b5563", "#6b7280", "#ffffff"
 ATTN, FFN, NORM, EMB, OUT = "#fcd9b6", "#cfe3f6", "#fff0a6", "#f8d3de", "#e3d9f4"
 FRAME, FRAME_EDGE = "#f3f4f6", "#aab2bd"
-MAY, BLOCKED = "#2b7bba", "#d9d9d9"                 # chapter 03's mask colours
+MAY, BLOCKED = "#2b7bba", "#d9d9d9"                 # chapter 04's mask colours
 NEW, OLD, CROSS = "#f59e0b", "#93c5fd", "#a7d7c5"   # cache slots: written now, earlier; cross
 SKIP = "#2a9d8f"                                    # the residual path in norm_placement
 LABEL, SMALL, SHAPE = 16, 14, 14                    # font sizes, in px of the viewBox
@@ -442,7 +442,7 @@ def architecture() -> Svg:
     return svg
 
 
-# -- (b) scaled dot-product attention, for chapter 02 -------------------------------------------
+# -- (b) scaled dot-product attention, for chapter 03 -------------------------------------------
 def attention_sdpa() -> Svg:
     svg = Svg(640, "Scaled dot-product attention with a mask", (
         "Bottom-up: queries Q (..., Tq, Dh) and keys K (..., Tk, Dh) are multiplied to "
@@ -504,7 +504,7 @@ def attention_sdpa() -> Svg:
     return svg
 
 
-# -- (c) multi-head attention, for chapter 02 ---------------------------------------------------
+# -- (c) multi-head attention, for chapter 03 ---------------------------------------------------
 HEAD_COLOURS = ["#e76f51", "#2a9d8f", "#e9c46a", "#6a4c93"]
 
 
@@ -576,7 +576,7 @@ def attention_multi_head() -> Svg:
     return svg
 
 
-# -- (d) residual + norm for chapter 04, the encoder and decoder layers for 06 and 07 -----------
+# -- (d) residual + norm for chapter 05, the encoder and decoder layers for 07 and 08 -----------
 @dataclass(frozen=True)
 class Sub:
     "One sub-layer of a layer diagram."
@@ -749,10 +749,10 @@ def decoder_layer() -> Svg:
     return svg
 
 
-# -- (e) the three attention sites and their masks, for chapter 03 -------------------------------
+# -- (e) the three attention sites and their masks, for chapter 04 -------------------------------
 def attention_sites_masks() -> Svg:
     svg = Svg(640, "The three attention sites and their masks", (
-        "Three masks for chapter 03's first sentence pair: source 'the cat sat' padded to "
+        "Three masks for chapter 04's first sentence pair: source 'the cat sat' padded to "
         "S = 5, target '<bos> le chat s’assit' padded to T = 6; rows are queries, columns are "
         "keys, blue means may attend (True), grey blocked (False). Encoder self-attention: "
         "source queries and keys, padding_mask(src, pad), shape (B, 1, 1, S): the two padding "
@@ -802,7 +802,7 @@ def attention_sites_masks() -> Svg:
     return svg
 
 
-# -- (f) the KV cache: one cached decoding step, for chapter 10 ----------------------------------
+# -- (f) the KV cache: one cached decoding step, for chapter 17 ----------------------------------
 def slots(svg: Svg, x: float, y: float, fills: list[str], labels: list[str],
           name: str, cell: float = 24) -> Box:
     "One row of cache slots, with their numbers underneath where labels has them."
@@ -920,7 +920,7 @@ def kv_cache() -> Svg:
     return svg
 
 
-# -- (g) beam search: expand, keep the best k, reorder, for chapter 10 ---------------------------
+# -- (g) beam search: expand, keep the best k, reorder, for chapter 17 ---------------------------
 def minus(v: float) -> str:
     "A number with one decimal and a real minus sign."
     return f"{v:.1f}".replace("-", "−")

@@ -53,8 +53,8 @@ QUICK_TAG = "quick-ignore-output"
 # The notebooks that take longest under nbval, slowest first (measured on a 2-core machine,
 # quick switch on, one thread per kernel: 148, 101, 93, 36, 33, 23, 22, 21 s): started
 # first, they do not leave one worker running alone at the end.
-SLOW = ("10_inference", "09_training", "11_cli", "12_speed", "09a_data", "09e_analysis",
-        "08_transformer", "09a_corpus")
+SLOW = ("17_inference", "13_training", "23_cli", "24_speed", "12_data", "16_analysis",
+        "09_transformer", "11_corpus")
 
 
 def pip(*args: str) -> None:

@@ -125,7 +125,7 @@ class LabelExportedCells(SphinxPostTransform):
     """Label the exported cells after myst-nb's HideInputCells (priority 199) has folded the
     inputs tagged hide-input: that transform looks for the code as the cell's first child,
     so a label put there earlier kept an exported cell from folding. Now the label sits
-    above the fold and the code can be folded under it (09a's deeper section)."""
+    above the fold and the code can be folded under it (chapter 11's deeper section)."""
 
     default_priority = 200
 
