@@ -51,6 +51,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--warmup", type=int, default=None)
     p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--lr-factor", type=float, default=None)
     p.add_argument("--name", default=None)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -65,8 +66,8 @@ def main() -> None:
     train, _ = encode_pairs(train_pairs, tokenizer, max_len=256)
     valid, _ = encode_pairs(valid_pairs, tokenizer, max_len=256)
     config = preset_config(args.preset, tokenizer.vocab_size)
-    overrides = {k: v for k, v in (("warmup", args.warmup), ("max_tokens", args.max_tokens))
-                 if v is not None}
+    overrides = {k: v for k, v in (("warmup", args.warmup), ("max_tokens", args.max_tokens),
+                                   ("lr_factor", args.lr_factor)) if v is not None}
     settings = preset_settings(args.preset, max_steps=args.steps[0], **overrides)
     torch.manual_seed(0)
     random.seed(0)
@@ -78,7 +79,7 @@ def main() -> None:
                   **corpus_scores(sources, {FRENCH: refs}), "what": "copy the source"})
     for steps in args.steps:
         state = fit(model, optimizer, train, valid, replace(settings, max_steps=steps),
-                    state, progress=False, log=None, finish=False, fast=False)
+                    state, progress=False, log=None, finish=False)
         model.eval()
         start = time.perf_counter()
         hyps = translate(model, tokenizer, sources)

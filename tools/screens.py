@@ -6,7 +6,8 @@ A screen is 50 lines, as issue 31 measured the book: a markdown cell counts its 
 code cell its lines (none when the page hides or folds the code: the hide-input and
 remove-cell tags, `#| code-fold`), a text output its lines, a figure 25. Sections a first
 reading skips are not counted: a heading that starts with "Deeper" or "Exercises", up to the
-next heading of the same or a higher level. Prints each chapter's screens under its part and
+next heading of the same or a higher level (a heading may sit in the middle of a markdown
+cell: the cell's lines are counted on either side of it). Prints each chapter's screens under its part and
 each part's total; --all also counts the skipped sections.
 """
 from __future__ import annotations
@@ -58,21 +59,35 @@ def cell_lines(cell: dict) -> int:
     return code + output_lines(cell)
 
 
+def segments(cell: dict) -> list[tuple[re.Match | None, int]]:
+    """(heading, lines) for the parts of a cell: a markdown cell is cut at each heading line
+    (a heading may sit mid-cell), any other cell is one part with no heading."""
+    if cell["cell_type"] != "markdown" or "remove-cell" in cell.get("metadata", {}).get(
+            "tags", []):
+        return [(None, cell_lines(cell))]
+    parts: list[tuple[re.Match | None, int]] = [(None, 0)]
+    for line in "".join(cell["source"]).strip("\n").split("\n"):
+        m = re.match(r"(#+)\s+(.*)", line)
+        if m:
+            parts.append((m, 0))
+        parts[-1] = (parts[-1][0], parts[-1][1] + 1)
+    return parts if parts[0][1] else parts[1:]
+
+
 def screens(stem: str, everything: bool = False) -> float:
     "Screens of notebook stem, the skipped sections left out unless everything."
     nb = json.loads((ROOT / "nbs" / f"{stem}.ipynb").read_text())
     lines, skipping = 0, None   # skipping: the level of the skipped section's heading
     for cell in nb["cells"]:
-        if cell["cell_type"] == "markdown":
-            m = re.match(r"(#+)\s+(.*)", "".join(cell["source"]).lstrip())
+        for m, n in segments(cell):
             if m:
                 level = len(m.group(1))
                 if skipping is not None and level <= skipping:
                     skipping = None
                 if skipping is None and m.group(2).startswith(SKIPPED):
                     skipping = level
-        if skipping is None or everything:
-            lines += cell_lines(cell)
+            if skipping is None or everything:
+                lines += n
     return lines / LINES_PER_SCREEN
 
 
