@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 MATHJAX := _build/mathjax_static/mathjax/tex-chtml.js
 PORT ?= 8000
 
-.PHONY: book site test nbval-full export notebooks serve benchmarks clean venv check-tools
+.PHONY: book site test screenshots nbval-full export notebooks serve benchmarks clean venv check-tools
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -78,14 +78,20 @@ check-tools:
 # nbval-full` runs every cell as stored). Each chapter still runs once; the folder is removed.
 test: $(STAMP) check-tools
 	@date +"make test: start %T"
-	$(VENV)/bin/pytest tests -m "not browser" --durations=12
-	@date +"make test: unit tests done %T"
-	$(PY) tools/nbval_outside.py
-	@date +"make test: notebooks done %T"
 	$(MAKE) --no-print-directory site
 	@date +"make test: site built %T"
-	$(VENV)/bin/pytest tests -m browser
+	# unit and browser tests in two processes: many of them wait on a subprocess or a page;
+	# the screenshots are left to `make screenshots`
+	TRANSFORMER_LIT_SCREENSHOTS=0 $(VENV)/bin/pytest tests -n 2 --durations=25
+	@date +"make test: unit and browser tests done %T"
+	$(PY) tools/nbval_outside.py
 	@date +"make test: end %T"
+
+# the browser tests with a screenshot of every page in _build/screenshots/ (look at them after
+# a change to the book)
+screenshots: $(STAMP) check-tools
+	$(MAKE) --no-print-directory site
+	$(VENV)/bin/pytest tests -m browser
 
 # nbval over every notebook as stored, chapter 13's full training run included
 nbval-full: $(STAMP)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import re
 import shutil
 import threading
@@ -69,6 +70,8 @@ def visit(browser, url: str, shot: Path) -> tuple[object, list[str]]:
     resp = page.goto(url, wait_until="networkidle")
     assert resp is not None and resp.ok, f"{url} answered {resp and resp.status}"
     page.evaluate("() => window.MathJax?.startup?.promise")
+    if os.environ.get("TRANSFORMER_LIT_SCREENSHOTS") == "0":   # make test: checks only
+        return page, errors
     shot.parent.mkdir(parents=True, exist_ok=True)
     for old in shot.parent.glob(f"{shot.stem}-*{shot.suffix}"):   # tiles of an earlier build
         old.unlink()

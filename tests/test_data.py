@@ -399,3 +399,28 @@ def test_verses_file_damage_is_caught(tmp_path, fixture_db):
     path.write_text("\n".join(lines[:3] + lines[4:]) + "\n", encoding="utf-8")   # a lost row
     with pytest.raises(CorpusError, match="damaged"):
         read_verses_tsv(path)
+
+def test_batch_stream_pads_make_batches_epochs_one_batch_at_a_time():
+    "fit's stream: the batches of make_batches, epoch after epoch, sharded and resumed."
+    from itertools import islice
+
+    from transformer_lit.training import TrainState, batch_stream, take_shard
+
+    def same(a: Batch, b: Batch) -> bool:
+        return all(torch.equal(x, y) for x, y in zip(
+            (a.src, a.tgt_in, a.tgt_out, a.index), (b.src, b.tgt_in, b.tgt_out, b.index)))
+
+    examples = random_examples(300, seed=4)
+    epochs = [list(make_batches(examples, 256, seed=7 + e)) for e in range(3)]
+    assert [b.index.tolist() for b in epochs[0]] == data.batch_plan(examples, 256, 7)
+    for rank, world in ((0, 1), (1, 2)):
+        expected = [b for e in epochs for b in take_shard(e, rank, world)]
+        state = TrainState()
+        stream = batch_stream(examples, 256, 7, state, (rank, world))
+        got = list(islice(stream, len(expected)))
+        assert len(got) == len(expected) and all(map(same, got, expected))
+        # resumed from the state after the first 5 batches: the same batches follow
+        resumed = TrainState()
+        list(islice(batch_stream(examples, 256, 7, resumed, (rank, world)), 5))
+        again = batch_stream(examples, 256, 7, resumed, (rank, world))
+        assert all(map(same, islice(again, 10), expected[5:15]))

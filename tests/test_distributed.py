@@ -19,7 +19,8 @@ from transformer_lit.training import label_smoothing_loss
 
 from synthetic import RESUME, TINY, run
 
-TORCHRUN = [str(Path(sys.executable).with_name("torchrun")), "--standalone", "--nproc_per_node=2"]
+# torchrun as PyTorch documents it, from this interpreter (no script beside it assumed)
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py: `run` sets --threads 1

@@ -3,12 +3,17 @@ GPUs): a cell's last expression is shown as Jupyter shows it, a failed assert is
 run goes on, any other error is recorded and ends it."""
 from __future__ import annotations
 
+import importlib.util
 import json
-import subprocess
+import os
 import sys
 from pathlib import Path
 
 TOOL = Path(__file__).resolve().parents[1] / "tools" / "run_as_script.py"
+# the tool's main, in this process: one import of torch and matplotlib for all the tests
+_spec = importlib.util.spec_from_file_location("run_as_script", TOOL)
+run_as_script = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(run_as_script)
 
 
 def notebook(path: Path, *sources: str) -> Path:
@@ -23,9 +28,14 @@ def notebook(path: Path, *sources: str) -> Path:
 def run(tmp_path: Path, *sources: str) -> tuple[int, dict]:
     nb = notebook(tmp_path / "chapter.ipynb", *sources)
     out = tmp_path / "out.json"
-    r = subprocess.run([sys.executable, str(TOOL), str(nb), str(out)], capture_output=True,
-                       text=True, cwd=tmp_path)
-    return r.returncode, json.loads(out.read_text())
+    argv, cwd = sys.argv, os.getcwd()
+    sys.argv = [str(TOOL), str(nb), str(out)]
+    try:   # main moves to the notebook's folder, as a kernel starts there
+        status = run_as_script.main()
+    finally:
+        sys.argv = argv
+        os.chdir(cwd)
+    return status, json.loads(out.read_text())
 
 
 def test_cells_share_a_namespace_and_show_their_last_value(tmp_path):

@@ -51,10 +51,10 @@ BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", PACKAGE)
 QUICK_ENV = "TRANSFORMER_LIT_QUICK"
 QUICK_TAG = "quick-ignore-output"
 # The notebooks that take longest under nbval, slowest first (measured on a 2-core machine,
-# quick switch on, one thread per kernel: 148, 101, 93, 36, 33, 23, 22, 21 s): started
+# quick switch on, one thread per kernel: 119, 69, 53, 45, 34, 27, 26, 24 s): started
 # first, they do not leave one worker running alone at the end.
-SLOW = ("17_inference", "13_training", "23_cli", "24_speed", "12_data", "16_analysis",
-        "09_transformer", "11_corpus")
+SLOW = ("13_training", "23_cli", "24_speed", "17_inference", "12_data", "16_analysis",
+        "11_corpus", "09_transformer")
 
 
 def pip(*args: str) -> None:

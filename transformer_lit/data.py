@@ -24,7 +24,7 @@ from transformer_lit.corpus import (
 # %% auto #0
 __all__ = ['VALID_BOOKS', 'TEST_BOOKS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_PIECES', 'split_by_book',
            'SubwordTokenizer', 'train_tokenizer', 'EncodedPair', 'encode_pairs', 'Batch', 'collate', 'plan_batches',
-           'make_batches', 'reference_set']
+           'batch_plan', 'make_batches', 'reference_set']
 
 # %% ../nbs/12_data.ipynb #b94bb102
 VALID_BOOKS = (17, 32, 60)   # Esther, Jonah, 1 Peter
@@ -212,13 +212,21 @@ def plan_batches(
     return batches
 
 # %% ../nbs/12_data.ipynb #bdfc7289
+def batch_plan(
+    examples: Sequence[EncodedPair], max_tokens: int = 4096, seed: int = 0
+) -> list[list[int]]:
+    """One epoch's batches as lists of positions in examples, length-bucketed, in seeded
+    order, none padded yet: make_batches pads them one at a time."""
+    lengths = [max(len(e.src), len(e.tgt)) + 1 for e in examples]
+    return plan_batches(lengths, max_tokens, seed)
+
+
 def make_batches(
     examples: Sequence[EncodedPair], max_tokens: int = 4096, seed: int = 0
 ) -> Iterator[Batch]:
     """One epoch of length-bucketed, padded batches; every example appears in exactly
     one batch."""
-    lengths = [max(len(e.src), len(e.tgt)) + 1 for e in examples]
-    for positions in plan_batches(lengths, max_tokens, seed):
+    for positions in batch_plan(examples, max_tokens, seed):
         yield collate([examples[i] for i in positions])
 
 # %% ../nbs/12_data.ipynb #9fe4ab39

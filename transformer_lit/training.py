@@ -16,7 +16,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from .data import PAD_ID, Batch, EncodedPair, make_batches
+from transformer_lit.data import (
+    PAD_ID,
+    Batch,
+    EncodedPair,
+    batch_plan,
+    collate,
+    make_batches,
+)
 from .model import Transformer
 from transformer_lit.recipe import (
     TrainSettings,
@@ -231,12 +238,11 @@ def batch_stream(
     """Batches of epoch after epoch from state.epoch, state.batch_in_epoch on; updates
     both as it yields. shard=(rank, world): take_shard of every epoch."""
     while True:
-        epoch = take_shard(
-            list(make_batches(examples, max_tokens, seed + state.epoch)), *shard
-        )
+        # make_batches' epoch, each batch padded only when it is taken
+        epoch = take_shard(batch_plan(examples, max_tokens, seed + state.epoch), *shard)
         for i in range(state.batch_in_epoch, len(epoch)):
             state.batch_in_epoch = i + 1
-            yield epoch[i]
+            yield collate([examples[j] for j in epoch[i]])
         state.epoch, state.batch_in_epoch = state.epoch + 1, 0
 
 
