@@ -68,14 +68,15 @@ check-tools:
 	    "sudo apt-get install -y $(BROWSER_PKGS)"; exit 1; \
 	fi
 
-# The whole suite: package == export of the notebooks, imports, unit tests; nbval over every
-# notebook; the book build; the browser test over the built book.
+# The whole suite: the book build; package == export of the notebooks, imports, unit tests and
+# the browser test over the built book, in two processes; nbval over every notebook.
 # nbval runs outside the repository, on copies of the notebooks each alone in a folder, with
 # the package installed from its wheel (not editable): a chapter must work for a reader who
 # has only `pip install`ed the package. Two notebooks run at once, each in its own kernel
-# with one CPU thread, with TRANSFORMER_LIT_QUICK=1: chapter 13 trains a short run instead of the book's, and
-# the cells tagged quick-ignore-output are not compared (tools/nbval_outside.py; `make
-# nbval-full` runs every cell as stored). Each chapter still runs once; the folder is removed.
+# with one CPU thread, with TRANSFORMER_LIT_QUICK=1: chapters 13 and 17 shorten their long
+# runs, and the cells tagged quick-ignore-output are not compared (tools/nbval_outside.py;
+# `make nbval-full` runs every cell as stored). Each chapter still runs once; the folder is
+# removed.
 test: $(STAMP) check-tools
 	@date +"make test: start %T"
 	$(MAKE) --no-print-directory site

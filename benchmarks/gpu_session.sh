@@ -85,10 +85,13 @@ chapter() {  # name, timeout, options
     "$W/chapters/$tag.json" "$@" > "$W/chapters/$tag.log" 2>&1
   stamp "$tag: exit $?"
 }
+own_cache() {  # the float16 chain's cache: chapter 13's run folder would be the other chain's
+  mkdir -p /tmp/tl-cache-fp16 && cp /tmp/tl-cache/bible-verses-v2.tsv* /tmp/tl-cache-fp16/
+  export TRANSFORMER_LIT_CACHE=/tmp/tl-cache-fp16
+}
 if [[ -n "${FULL_13:-}" ]]; then  # chapter 13 alone at its whole GPU budget, bf16 and float16
   ( chapter 13_training 450 ) &
-  ( mkdir -p /tmp/tl-cache-fp16 && cp /tmp/tl-cache/bible-verses-v2.tsv* /tmp/tl-cache-fp16/
-    export TRANSFORMER_LIT_CACHE=/tmp/tl-cache-fp16; chapter 13_training 450 --float16 ) &
+  ( own_cache; chapter 13_training 450 --float16 ) &
 else
 (
   chapter 09_transformer 90
@@ -98,9 +101,7 @@ else
   chapter 24_speed 200
 ) &
 (
-  # a cache of its own: chapter 13's run folder would be the other chain's
-  mkdir -p /tmp/tl-cache-fp16 && cp /tmp/tl-cache/bible-verses-v2.tsv* /tmp/tl-cache-fp16/
-  export TRANSFORMER_LIT_CACHE=/tmp/tl-cache-fp16
+  own_cache
   chapter 13_training 300 --gpu-steps 200 --float16
   chapter 17_inference 200 --float16
 ) &
