@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from transformer_lit.runs import RUN_MARKER
 import torch
 
 import transformer_lit.cli as cli
 from transformer_lit.checkpoints import load_checkpoint
 from transformer_lit.cli.shared import device_from_args
 
-from synthetic import COMMAND, ENGLISH, assert_one_line_error, run
+from synthetic import COMMAND, ENGLISH, assert_one_line_error, run, sealed
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 
@@ -85,10 +86,10 @@ def test_translate_not_a_checkpoint(tmp_path, capsys):
 def test_translate_incompatible_checkpoints(checkpoint, tmp_path, capsys):
     ckpt = load_checkpoint(checkpoint)
     wrong = {**ckpt, "config": {**ckpt["config"], "d_model": 64}}
-    torch.save(wrong, tmp_path / "wrong.pt")
+    torch.save(sealed(wrong), tmp_path / "wrong.pt")
     assert_one_line_error(*run(["translate", "--checkpoint", str(tmp_path / "wrong.pt"), "Hello."], capsys), "does not fit")
     no_tokenizer = {k: v for k, v in ckpt.items() if k != "tokenizer"}
-    torch.save(no_tokenizer, tmp_path / "bare.pt")
+    torch.save(sealed(no_tokenizer), tmp_path / "bare.pt")
     assert_one_line_error(*run(["translate", "--checkpoint", str(tmp_path / "bare.pt"), "Hello."], capsys), "no tokenizer")
     torch.save({"weights": torch.zeros(3)}, tmp_path / "foreign.pt")
     assert_one_line_error(*run(["translate", "--checkpoint", str(tmp_path / "foreign.pt"), "Hello."], capsys), "foreign.pt")
@@ -140,7 +141,7 @@ def test_train_translate_resume(tmp_path, capsys, fake_corpus):
     base = ["train", "--preset", "tiny", "--out", str(tmp_path), "--quiet", "--vocab-size", "90", "--device", "cpu"]
     status, out, err = run(base + ["--steps", "6", "--bleu-sentences", "4"], capsys)
     assert status == 0 and not other_errors(err), err
-    assert {p.name for p in tmp_path.iterdir()} == {"checkpoint.pt", "model.pt", "results.json"}
+    assert {p.name for p in tmp_path.iterdir()} == {"checkpoint.pt", "model.pt", "results.json", RUN_MARKER}
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["steps"] == 6 and results["settings"]["max_steps"] == 6 and "device" in results
     assert results["valid_scores"]["sentences"] == 4 and results["config"]["d_model"] == 32 and results["preset"] == "tiny"

@@ -12,7 +12,7 @@ import torch
 from transformer_lit import corpus
 from transformer_lit.data import Batch
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.runs import World, world_from_env
+from transformer_lit.runs import RUN_MARKER, World, world_from_env
 from transformer_lit.training import take_shard
 from transformer_lit.checkpoints import load_checkpoint
 from transformer_lit.training import label_smoothing_loss
@@ -94,7 +94,7 @@ def test_torchrun_trains_the_cli_on_two_processes(cache, tmp_path, capsys):
     command = TORCHRUN + ["-m", "transformer_lit.cli", "train", *TINY, "--out", str(out)]
     done = subprocess.run(command + ["--steps", "4"], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "model.pt", "results.json"]
+    assert sorted(p.name for p in out.iterdir()) == [RUN_MARKER, "checkpoint.pt", "model.pt", "results.json"]
     ckpt = load_checkpoint(out / "checkpoint.pt")
     assert ckpt["world_size"] == 2 and ckpt["state"]["step"] == 4
     assert done.stdout.count("4 steps in") == 1   # rank 0 alone reports

@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from transformer_lit.runs import RUN_MARKER
 import torch
 
 import transformer_lit.cli.train as cli_train
@@ -29,7 +30,7 @@ from transformer_lit import corpus, inference
 from transformer_lit.checkpoints import load_checkpoint
 from transformer_lit.data import train_tokenizer
 
-from synthetic import COMMAND, ENGLISH, FRENCH, TINY, assert_one_line_error, one_line_error, run
+from synthetic import COMMAND, ENGLISH, FRENCH, TINY, assert_one_line_error, one_line_error, run, sealed
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 def env() -> dict[str, str]:
@@ -37,15 +38,16 @@ def env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
-def altered(path: Path, dest: Path, **entries) -> Path:
-    "A copy of checkpoint path with some entries replaced (None deletes one), as a damaged file would hold them."
+def altered(path: Path, dest: Path, seal: bool = True, **entries) -> Path:
+    """A copy of checkpoint path with some entries replaced (None deletes one), as a crafted file would hold
+    them: with its checksums recomputed (seal), or as a damaged one, with the old checksums."""
     ckpt = torch.load(path, weights_only=True)
     for k, v in entries.items():
         if v is None:
             ckpt.pop(k, None)
         else:
             ckpt[k] = v
-    torch.save(ckpt, dest)
+    torch.save(sealed(ckpt) if seal else ckpt, dest)
     return dest
 
 
@@ -173,7 +175,7 @@ def test_a_finished_run_without_checkpoint_is_a_run(cache, tmp_path, capsys):
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=120)
     assert proc.returncode == 143
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt"]
+    assert sorted(p.name for p in out.iterdir()) == [RUN_MARKER, "checkpoint.pt"]
 
 
 def test_only_the_programs_own_temporary_files_are_removed(cache, tmp_path, capsys):
@@ -241,7 +243,7 @@ def test_files_follow_the_umask(cache, tmp_path, capsys, umask):
         os.umask(before)
     assert status == 0, err
     modes = {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()}
-    assert modes == dict.fromkeys(["checkpoint.pt", "model.pt", "results.json"], 0o666 & ~umask)
+    assert modes == dict.fromkeys(["checkpoint.pt", "model.pt", "results.json", RUN_MARKER], 0o666 & ~umask)
 
 
 # --- translate ---------------------------------------------------------------------------------------
@@ -410,6 +412,6 @@ def test_a_changed_weight_is_refused_and_old_checkpoints_still_load(model_pt, tm
     flipped = tmp_path / "flipped.pt"
     flipped.write_bytes(raw)
     assert_one_line_error(*run(["translate", "--checkpoint", str(flipped), "Hi."], capsys), "damaged", "checksum")
-    old = altered(model_pt, tmp_path / "old.pt", weights_sha256=None)   # written before the checksum existed
+    old = altered(model_pt, tmp_path / "old.pt", weights_sha256=None, sha256=None)   # before the checksums
     status, out, err = run(["translate", "--checkpoint", str(old), "Hi."], capsys)
     assert status == 0 and len(out.splitlines()) == 1, err

@@ -11,6 +11,7 @@ import subprocess
 import time
 
 import pytest
+from transformer_lit.runs import RUN_MARKER
 import torch
 
 from transformer_lit import corpus
@@ -100,7 +101,7 @@ def test_checkpoints_are_written_while_training(cache, tmp_path, capsys, monkeyp
     assert saved == [4, 8, 10]
     assert load_checkpoint(out / "checkpoint.pt")["state"]["step"] == 10
     assert load_checkpoint(out / "model.pt")["record"]["steps"] == 10
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "model.pt", "results.json"]
+    assert sorted(p.name for p in out.iterdir()) == [RUN_MARKER, "checkpoint.pt", "model.pt", "results.json"]
 
 
 def test_fit_calls_back_at_every_checkpoint():

@@ -23,10 +23,10 @@ from torch import Tensor
 from .model import Transformer, TransformerConfig
 
 # %% auto #0
-__all__ = ['CHECKPOINT_FORMAT', 'RESERVED', 'TABLE_BYTES', 'CPUINFO_FIELDS', 'rng_states', 'restore_rng_states',
-           'check_plain_data', 'weights_sha256', 'write_atomically', 'save_checkpoint', 'load_checkpoint',
-           'checked_config', 'model_from_checkpoint', 'average_state_dicts', 'cpu_details', 'describe_device',
-           'run_record']
+__all__ = ['CHECKPOINT_FORMAT', 'RESERVED', 'TABLE_BYTES', 'MAX_LEN_LIMIT', 'CPUINFO_FIELDS', 'rng_states', 'restore_rng_states',
+           'check_plain_data', 'weights_sha256', 'entry_sha256', 'write_atomically', 'save_checkpoint',
+           'load_checkpoint', 'checked_config', 'model_from_checkpoint', 'average_state_dicts', 'cpu_details',
+           'describe_device', 'run_record']
 
 # %% ../nbs/18_checkpoints.ipynb #715cf094
 CHECKPOINT_FORMAT = "transformer-lit checkpoint v1"
@@ -84,6 +84,36 @@ def weights_sha256(state_dict: dict[str, Tensor]) -> str:
     return digest.hexdigest()
 
 
+def _feed(digest: Any, value: Any) -> None:
+    "Feed value's type, structure and bytes to digest (tensors and plain data)."
+    if isinstance(value, Tensor):
+        t = value.detach().cpu().contiguous()
+        digest.update(f"T{t.dtype}{tuple(t.shape)}:".encode())
+        digest.update(t.reshape(-1).view(torch.uint8).numpy())
+    elif isinstance(value, dict):
+        digest.update(f"D{len(value)}:".encode())
+        for key in sorted(value, key=repr):  # 'state' keys are ints, others str
+            _feed(digest, key)
+            _feed(digest, value[key])
+    elif isinstance(value, (list, tuple)):
+        digest.update(f"{type(value).__name__}{len(value)}:".encode())
+        for item in value:
+            _feed(digest, item)
+    else:  # str, bytes, int, float, bool, None: the type, then its repr
+        text = value if isinstance(value, bytes) else repr(value).encode()
+        digest.update(f"{type(value).__name__}{len(text)}:".encode() + text)
+
+
+def entry_sha256(ckpt: dict[str, Any]) -> dict[str, str]:
+    "SHA-256 of each entry of a checkpoint but 'sha256' itself: name -> hex digest."
+    digests = {}
+    for name in sorted(k for k in ckpt if k != "sha256"):
+        digest = hashlib.sha256()
+        _feed(digest, ckpt[name])
+        digests[name] = digest.hexdigest()
+    return digests
+
+
 def _file_mode() -> int:
     "The mode a new file gets from open(): 0o666 less the process's umask."
     umask = os.umask(0)
@@ -134,7 +164,7 @@ def write_atomically(path: str | Path, write: Any) -> Path:
     return path
 
 # %% ../nbs/18_checkpoints.ipynb #91f7c510
-RESERVED = ("format", "config", "model", "weights_sha256", "optimizer", "rng")
+RESERVED = ("format", "config", "model", "weights_sha256", "optimizer", "rng", "sha256")
 
 
 def save_checkpoint(
@@ -143,8 +173,8 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer | None = None,
     **meta: Any,
 ) -> Path:
-    """Write config, weights and their checksum, optimizer, RNG states and meta
-    (tensors/plain data only) to path, atomically."""
+    """Write config, weights, optimizer, RNG states and meta (tensors/plain data only)
+    to path, atomically, with a checksum of every entry."""
     reserved = set(RESERVED) & meta.keys()
     if reserved:
         raise ValueError(f"meta must not use the reserved keys {sorted(reserved)}")
@@ -159,12 +189,13 @@ def save_checkpoint(
         **meta,
     }
     check_plain_data(payload)
+    payload["sha256"] = entry_sha256(payload)  # config, tokenizer, state: all of it
     return write_atomically(path, lambda f: torch.save(payload, f))
 
 # %% ../nbs/18_checkpoints.ipynb #0f8e1b33
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a checkpoint written by save_checkpoint onto the CPU, with
-    torch.load(weights_only=True)."""
+    torch.load(weights_only=True), and check every entry against its checksum."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
@@ -179,6 +210,15 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         ) from e
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is not a {CHECKPOINT_FORMAT!r} file")
+    saved = ckpt.get("sha256", {})  # absent from files written before it existed
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path} is damaged: its 'sha256' entry is not a dict")
+    now = entry_sha256(ckpt) if saved else {}
+    for name in sorted(saved.keys() | now.keys(), key=str):
+        if saved.get(name) != now.get(name):
+            what = ("is missing" if name not in now else "was added" if name not in
+                    saved else "does not match the checksum saved with it")
+            raise ValueError(f"{path} is damaged: its {name!r} entry {what}")
     return ckpt
 
 # %% ../nbs/18_checkpoints.ipynb #353367d4
@@ -190,6 +230,9 @@ def _expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
 
 # a positional table this large (16 MiB) is allowed whatever the weights' size
 TABLE_BYTES = 1 << 24
+# the most positions a checkpoint may claim (our presets read 256): decoding costs grow
+# with the square of the length, so a file cannot ask for a decode without end
+MAX_LEN_LIMIT = 4096
 
 
 def checked_config(ckpt: dict[str, Any], weights: str = "model") -> TransformerConfig:
@@ -206,6 +249,10 @@ def checked_config(ckpt: dict[str, Any], weights: str = "model") -> TransformerC
     table = config.max_len * config.d_model * torch.float32.itemsize
     if config.n_layers > len(state) or table > max(stored, TABLE_BYTES):
         raise ValueError("its config asks for far more than the weights it holds")
+    if not 2 <= config.max_len <= MAX_LEN_LIMIT:  # bos and one token at least
+        raise ValueError(
+            f"its config's max_len is {config.max_len}, not in 2..{MAX_LEN_LIMIT}"
+        )
     expected = _expected_shapes(config)
     for name in [*expected, *(k for k in state if k not in expected)]:  # in order
         got = tuple(state[name].shape) if name in state else None

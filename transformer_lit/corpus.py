@@ -49,6 +49,11 @@ class CorpusError(RuntimeError):
 def cache_dir() -> Path:
     """Folder for downloaded and derived data: $TRANSFORMER_LIT_CACHE if set, else
     ~/.cache/transformer_lit."""
+    if not os.environ.get(CACHE_ENV) and not Path.home().is_dir():
+        raise CorpusError(  # nothing is made under a home folder that is not there
+            f"the home folder {Path.home()} does not exist; set ${CACHE_ENV} to a "
+            "folder for the cache"
+        )
     folder = Path(
         os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "transformer_lit"
     ).expanduser()

@@ -5,6 +5,7 @@
 # %% ../nbs/25_export.ipynb #f3781261
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -231,22 +232,32 @@ def check_replaceable(out: Path) -> None:
 def _write_folder(spec, tokenizer: SubwordTokenizer, text: str, out: Path) -> None:
     """Save spec, tokenizer and README into a new temporary folder beside out, then move
     it to out (or its files into an existing out): no half-written export."""
+    made = [p for p in out.parents if not p.exists()]  # nearest first; gone on failure
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    # a short name of its own: `.{out.name}...` would pass 255 bytes for a long OUT
+    tmp, done = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{EXPORT_MARKER}.")), False
     try:
         spec.save(str(tmp))  # model.bin, config.json, shared_vocabulary.json
         (tmp / "sentencepiece.model").write_bytes(tokenizer.to_bytes())
         (tmp / "README.md").write_text(text, encoding="utf-8")
         names = sorted(f.name for f in tmp.iterdir())
         (tmp / EXPORT_MARKER).write_text("\n".join(names) + "\n", encoding="utf-8")
+        umask = os.umask(0o022)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # as mkdir would make it, not mkdtemp's 0o700
         if not out.exists():
             os.replace(tmp, out)
-            return
-        for f in tmp.iterdir():  # --force: replace our files, leave the rest
-            os.replace(f, out / f.name)
-        tmp.rmdir()
+        else:
+            for f in tmp.iterdir():  # --force: replace our files, leave the rest
+                os.replace(f, out / f.name)
+        done = True
+    except OSError as e:  # named by OUT, not by the hidden temporary folder
+        raise OSError(e.errno, e.strerror, str(out)) from e
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        for folder in made if not done else []:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 # %% ../nbs/25_export.ipynb #7059286e
 def to_ctranslate2(model: Transformer, tokenizer: SubwordTokenizer,

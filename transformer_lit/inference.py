@@ -386,13 +386,13 @@ class InputTruncatedWarning(UserWarning):
                 f"reads ({self.limit}): only its first {self.limit} are translated")
 
 # %% ../nbs/17_inference.ipynb #1f6a0c93
-def _warn_truncated(model: Transformer, tokenizer: SubwordTokenizer,
-                    sentences: list[str]) -> None:
-    "Warn (InputTruncatedWarning) for each sentence longer than the model reads."
+def _warn_truncated(model: Transformer, tokens: list[int]) -> None:
+    """Warn (InputTruncatedWarning) for each sentence longer than the model reads;
+    tokens: each sentence's length in tokens."""
     limit = model.config.max_len - 1   # one position is kept for eos
-    for i, ids in enumerate(tokenizer.encode(sentences)):
-        if len(ids) > limit:
-            warnings.warn(InputTruncatedWarning(i, len(ids), limit),
+    for i, n in enumerate(tokens):
+        if n > limit:
+            warnings.warn(InputTruncatedWarning(i, n, limit),
                           stacklevel=3)   # the line that called translate
 
 # %% ../nbs/17_inference.ipynb #7c5d2e48
@@ -421,12 +421,13 @@ DecodeFn = Callable[[Tensor, Tensor], Sequence[Tensor]]
 
 
 class Decoded(NamedTuple):
-    """decode_in_batches' result, in input order: texts, limits, and which reached
-    theirs."""
+    """decode_in_batches' result, in input order: texts, limits, which reached theirs,
+    and each source's length in tokens (before any cut)."""
 
     texts: list[str]
     limits: list[int]
     cut: list[bool]
+    tokens: list[int]
 
 
 def _pad_rows(rows: list[list[int]], pad_id: int) -> Tensor:
@@ -446,7 +447,9 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
     check_positive_int("batch_size", batch_size)
     device, max_len = next(model.parameters()).device, model.config.max_len
     attention_policy(device)
-    ids = [x[: max_len - 1] + [EOS_ID] for x in tokenizer.encode(list(sentences))]
+    encoded = tokenizer.encode(list(sentences))  # once: a sentence may be long
+    tokens = [len(x) for x in encoded]
+    ids = [x[: max_len - 1] + [EOS_ID] for x in encoded]
     limits = [output_limit(len(x), max_len) for x in ids]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     texts, cut = [""] * len(ids), [False] * len(ids)
@@ -465,7 +468,7 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
                 cut[i] = not bool((out == EOS_ID).any())
     finally:
         model.train(was_training)
-    return Decoded(texts, limits, cut)
+    return Decoded(texts, limits, cut, tokens)
 
 # %% ../nbs/17_inference.ipynb #078d0a15
 def _batch_decoder(model: Transformer, beam_size: int, use_cache: bool,
@@ -496,9 +499,9 @@ def translate(
     search. decoder(model, rows): the step for a batch (decode_step unless given)."""
     sentences = check_texts("sentences", sentences)  # each item a str, named if not
     _check_beam_args(model, beam_size, length_penalty)  # before any work, even for []
-    _warn_truncated(model, tokenizer, sentences)
     decode = _batch_decoder(model, beam_size, use_cache, length_penalty, decoder)
     done = decode_in_batches(model, tokenizer, sentences, decode, batch_size)
+    _warn_truncated(model, done.tokens)
     for i in (i for i, cut in enumerate(done.cut) if cut):
         warnings.warn(OutputTruncatedWarning(i, done.limits[i]), stacklevel=2)
     return done.texts

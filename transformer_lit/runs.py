@@ -23,10 +23,10 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 # %% auto #0
-__all__ = ['RUN_FILES', 'LOCK_FILE', 'World', 'world_from_env', 'start', 'stop', 'any_rank', 'data_parallel', 'FolderBusy',
-           'lock_folder', 'check_unlocked', 'unlock_folder', 'stale_temporary_files', 'RunFolderError',
-           'check_outside_package', 'check_own_folder', 'check_run_folder', 'take_run_folder', 'release_run_folder',
-           'clear_run']
+__all__ = ['RUN_FILES', 'LOCK_FILE', 'RUN_MARKER', 'World', 'world_from_env', 'start', 'stop', 'any_rank', 'data_parallel',
+           'FolderBusy', 'lock_folder', 'check_unlocked', 'unlock_folder', 'stale_temporary_files', 'RunFolderError',
+           'mark_run_folder', 'written_by_run', 'check_outside_package', 'check_own_folder', 'check_run_folder',
+           'take_run_folder', 'release_run_folder', 'clear_run']
 
 # %% ../nbs/19_runs.ipynb #78c5c1c0
 @dataclass(frozen=True)
@@ -71,6 +71,13 @@ def start(device_type: str) -> World:
     one process; return the World."""
     world = world_from_env()
     if world.size > 1 and not dist.is_initialized():
+        missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not os.environ.get(v)]
+        if missing:  # torch's own error names its rendezvous, not what to do
+            raise ValueError(
+                f"WORLD_SIZE={world.size} asks for several processes, but "
+                f"{' and '.join(missing)} not set: start them with torchrun, or unset "
+                "WORLD_SIZE"
+            )
         if device_type == "cuda":
             torch.cuda.set_device(world.local_rank)
         dist.init_process_group("nccl" if device_type == "cuda" else "gloo")
@@ -110,6 +117,8 @@ def data_parallel(model: nn.Module, world: World) -> nn.Module:
 # %% ../nbs/19_runs.ipynb #edf11e51
 RUN_FILES = ("checkpoint.pt", "model.pt", "results.json")  # what a run writes
 LOCK_FILE = ".transformer-lit.lock"  # exists while a run holds the folder
+# names the files a run wrote: what --force replaces
+RUN_MARKER = ".transformer-lit-run"
 
 
 class FolderBusy(RuntimeError):
@@ -184,6 +193,32 @@ def _check_contents(folder: Path, resume: bool, force: bool) -> None:
             f"{folder} holds a run ({', '.join(held)}); add --resume to continue it or "
             "--force to start again"
         )
+    foreign = [name for name in held if name not in written_by_run(folder)]
+    if foreign and force and not resume:
+        raise RunFolderError(
+            f"{folder} holds {', '.join(foreign)}, which no run wrote there (no "
+            f"{RUN_MARKER} names them); --force replaces only a run's own files: move "
+            "them or give another folder"
+        )
+
+
+def mark_run_folder(folder: Path) -> None:
+    "Write folder's RUN_MARKER, naming RUN_FILES (through no link: O_NOFOLLOW)."
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    with os.fdopen(os.open(folder / RUN_MARKER, flags, 0o666), "w") as f:
+        f.write("".join(f"{name}\n" for name in RUN_FILES))
+
+
+def written_by_run(folder: Path) -> set[str]:
+    "The names of RUN_FILES that folder's RUN_MARKER lists; none without a marker."
+    try:  # a regular file only: a link, a FIFO or a folder there names nothing
+        fd = os.open(folder / RUN_MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return set()
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return set()
+        return set(f.read(4096).decode("utf-8", "replace").split()) & set(RUN_FILES)
 
 
 def check_outside_package(folder: Path) -> None:
@@ -254,13 +289,20 @@ def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path 
         raise
     for stale in stale_temporary_files(folder):  # left by a save that was killed
         stale.unlink(missing_ok=True)
+    try:
+        mark_run_folder(folder)  # before the run writes any of its files
+    except OSError as e:
+        release_run_folder(folder, fd, created)
+        raise RunFolderError(f"cannot mark {folder} as a run's ({e.strerror})") from e
     return fd, created
 
 
 def release_run_folder(folder: Path, fd: int, created: Path | None) -> None:
-    "Unlock folder; if take_run_folder created it and nothing was written, remove it."
+    """Unlock folder; if take_run_folder created it and no run file was written, remove
+    it."""
     unlock_folder(folder, fd)
-    if created is not None and not any(folder.iterdir()):
+    if created is not None and {p.name for p in folder.iterdir()} <= {RUN_MARKER}:
+        (folder / RUN_MARKER).unlink(missing_ok=True)
         for parent in (folder, *folder.parents):
             parent.rmdir()
             if parent == created:
@@ -268,6 +310,7 @@ def release_run_folder(folder: Path, fd: int, created: Path | None) -> None:
 
 
 def clear_run(folder: Path) -> None:
-    "Remove the files of the run in folder (RUN_FILES), for a new run that replaces it."
-    for name in RUN_FILES:
+    """Remove the files a run wrote in folder (those its RUN_MARKER names), for a new run
+    that replaces it."""
+    for name in sorted(written_by_run(folder)):
         (folder / name).unlink(missing_ok=True)

@@ -54,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run `transformer-lit` with argv (default: the command line); returns the exit
     status."""
     args = parse_args(argv)
+    if sys.stdout is None:  # started with standard output closed (>&-)
+        return report(args.command, CliError("standard output is closed"))
     try:
         return args.handler(args)
     except CliError as e:

@@ -17,7 +17,7 @@ import torch
 
 from ..checkpoints import load_checkpoint, model_from_checkpoint
 from ..corpus import VERSIONS
-from ..data import SubwordTokenizer
+from ..data import PAD_ID, SubwordTokenizer
 from ..model import Transformer
 from ..pretrained import load_pretrained
 from ..recipe import attention_policy
@@ -178,6 +178,11 @@ def tokenizer_from(ckpt: dict, path: Path, model: Transformer) -> SubwordTokeniz
             f"{path} is damaged: its tokenizer has {tokenizer.vocab_size} pieces, its "
             f"model's vocabulary {' and '.join(map(str, sorted(vocab)))}"
         )
+    if model.config.pad_id != PAD_ID:  # the tokenizer pads with PAD_ID (chapter 12)
+        raise CliError(
+            f"{path} is damaged: its config's pad_id is {model.config.pad_id}, its "
+            f"tokenizer's padding id {PAD_ID}"
+        )
     return tokenizer
 
 
@@ -196,6 +201,12 @@ def _checked_model(
 ) -> tuple[Transformer, SubwordTokenizer]:
     "Model and tokenizer of the checkpoint at path (ckpt: its entries, if read)."
     ckpt = read_checkpoint(path) if ckpt is None else ckpt
+    if "sha256" not in ckpt:  # written before checkpoints carried a checksum of all
+        print(
+            f"transformer-lit: warning: {path} has no checksum of its entries (an "
+            "older file): only its weights are checked",
+            file=sys.stderr,
+        )
     if "tokenizer" not in ckpt:
         raise CliError(
             f"{path} holds no tokenizer; use a model.pt written by "

@@ -455,7 +455,10 @@ def run_train(args: argparse.Namespace) -> int:
     check_train_options(args)
     args.out = Path(args.out)
     device = device_from_args(args)
-    world = start(device.type)  # one process, or one of torchrun's (chapter 19)
+    try:  # one process, or one of torchrun's (chapter 19)
+        world = start(device.type)
+    except ValueError as e:  # RANK, WORLD_SIZE, ... that torchrun would not set
+        raise CliError(str(e)) from e
     if world.size > 1 and device.type == "cuda":
         device = torch.device("cuda", world.local_rank)
     held = []  # the lock of --out, once rank 0 holds it

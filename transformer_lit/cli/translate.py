@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import math
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from transformer_lit.cli.shared import (
     CliError, add_checkpoint_option, add_device_options, as_options, device_from_args,
@@ -23,7 +25,7 @@ from ..fast import decoder_for
 from ..model import Transformer
 
 # %% auto #0
-__all__ = ['TranslateFn', 'add_decoding_options', 'translator_from_args', 'add_translate_command', 'warning_line',
+__all__ = ['TranslateFn', 'LINE_BYTES', 'add_decoding_options', 'translator_from_args', 'add_translate_command', 'warning_line',
            'run_translate']
 
 # %% ../../nbs/22_cli_translate.ipynb #69bf4c69
@@ -127,14 +129,42 @@ def _sentences(args: argparse.Namespace) -> Iterator[tuple[int, str]]:
         return
     # bytes, so that bad UTF-8 can be named by line; a line is yielded as it arrives
     stream = getattr(sys.stdin, "buffer", None) or sys.stdin
-    for n, line in enumerate(stream, start=1):
-        try:
-            yield n, (line.decode("utf-8") if isinstance(line, bytes) else line).strip()
+    if stream is None:  # started with standard input closed (<&-)
+        raise CliError("standard input is closed: give the sentences as arguments")
+    for n, (line, cut) in enumerate(_read_lines(stream), start=1):
+        if cut:
+            print(
+                f"transformer-lit translate: warning: line {n} is longer than "
+                f"{LINE_BYTES:,} bytes: only its first {LINE_BYTES:,} are read",
+                file=sys.stderr,
+            )
+        try:  # a character cut in two at LINE_BYTES is left out (final=False)
+            if isinstance(line, bytes):
+                line = codecs.getincrementaldecoder("utf-8")().decode(line, not cut)
+            yield n, line.strip()
         except UnicodeDecodeError as e:
             raise CliError(
                 f"standard input line {n} is not valid UTF-8 ({e.reason} at byte "
                 f"{e.start})"
             ) from e
+
+
+# the bytes of an input line that are read: far more than the model reads (its max_len
+# tokens), and a bound on memory for a line without end (`translate < /dev/zero`)
+LINE_BYTES = 1 << 16
+
+
+def _read_lines(stream: Any) -> Iterator[tuple[bytes | str, bool]]:
+    """stream's lines, each cut to LINE_BYTES (True where cut: the rest is read and
+    dropped a piece at a time), newline kept."""
+    while line := stream.readline(LINE_BYTES + 1):
+        newline = b"\n" if isinstance(line, bytes) else "\n"
+        cut = len(line.rstrip(newline)) > LINE_BYTES
+        if cut:
+            line, rest = line[:LINE_BYTES], line[:0]
+            while not rest.endswith(newline) and (rest := stream.readline(LINE_BYTES)):
+                pass
+        yield line, cut
 
 
 def _batches(

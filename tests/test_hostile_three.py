@@ -1,0 +1,289 @@
+"""Hostile input, round three (issue 32): the whole checkpoint under its checksums, configs the
+package cannot decode with, closed standard streams, input lines without end, environment
+variables that only torchrun should set. Each case through `transformer-lit` as a user meets it,
+or through the API where the API is what changed."""
+from __future__ import annotations
+
+import errno
+import io
+import os
+import resource
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import transformer_lit.cli.train as cli_train
+import transformer_lit.export as export
+import transformer_lit.fast as fast
+from transformer_lit import corpus
+import transformer_lit.cli.translate as cli_translate
+from transformer_lit.checkpoints import MAX_LEN_LIMIT, entry_sha256, load_checkpoint
+from transformer_lit.data import train_tokenizer
+from transformer_lit.inference import translate
+from transformer_lit.model import Transformer, TransformerConfig
+from transformer_lit.runs import RUN_FILES, RUN_MARKER, written_by_run
+
+from synthetic import COMMAND, ENGLISH, FRENCH, TINY, assert_one_line_error, one_line_error, run
+
+pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
+
+
+def rewritten(path: Path, dest: Path, seal: bool, **entries) -> Path:
+    """A copy of checkpoint path with entries replaced: with its checksums recomputed (seal: a
+    crafted file) or left as they were (an edited or damaged one)."""
+    ckpt = torch.load(path, weights_only=True)
+    ckpt.update(entries)
+    if seal:
+        ckpt["sha256"] = entry_sha256(ckpt)
+    torch.save(ckpt, dest)
+    return dest
+
+
+def translate_with(path: Path, capsys) -> tuple[int, str, str]:
+    return run(["translate", "--checkpoint", str(path), "Hi."], capsys)
+
+
+# --- the checksums cover every entry ------------------------------------------------------------
+
+def test_every_entry_has_a_checksum(model_pt):
+    ckpt = torch.load(model_pt, weights_only=True)
+    assert set(ckpt["sha256"]) == set(ckpt) - {"sha256"}
+    assert {"config", "model", "tokenizer"} <= set(ckpt["sha256"])
+
+
+@pytest.mark.parametrize("entry", ["config", "tokenizer", "added"])
+def test_an_edited_entry_is_refused_naming_it(model_pt, tmp_path, capsys, entry):
+    ckpt = load_checkpoint(model_pt)
+    other = train_tokenizer([s.upper() for s in ENGLISH + FRENCH], vocab_size=80) if entry == "tokenizer" else None
+    value = {"config": {**ckpt["config"], "max_len": 8},      # a smaller max_len: shorter output
+             "tokenizer": other and other.to_bytes(),          # another tokenizer of the same size
+             "added": "an entry no run wrote"}[entry]
+    if entry == "tokenizer":
+        assert value != ckpt["tokenizer"] and other.vocab_size == 80
+    edited = rewritten(model_pt, tmp_path / "edited.pt", seal=False, **{entry: value})
+    assert_one_line_error(*translate_with(edited, capsys), "damaged", repr(entry))
+    # the same content with its checksums recomputed passes them: the checksums are what refused it
+    if entry != "added":
+        status, out, err = translate_with(rewritten(model_pt, tmp_path / "sealed.pt", seal=True,
+                                                    **{entry: value}), capsys)
+        assert status == 0 and "damaged" not in err, err
+
+
+def test_a_resumed_run_refuses_an_edited_corpus_or_tokenizer(tmp_path, capsys, cache):
+    out = tmp_path / "run"
+    assert run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys)[0] == 0
+    path = out / "checkpoint.pt"
+    ckpt = load_checkpoint(path)
+    swapped = {**ckpt["corpus"], "english": ckpt["corpus"]["french"], "french": ckpt["corpus"]["english"]}
+    rewritten(path, path, seal=False, corpus=swapped)
+    argv = ["train", "--steps", "4", "--out", str(out), "--resume", "--quiet"]
+    assert_one_line_error(*run(argv, capsys), "damaged", "'corpus'")
+
+
+# --- configs the package cannot decode with ---------------------------------------------------
+
+@pytest.mark.parametrize("field, value, words", [
+    ("max_len", 131072, ["max_len", str(MAX_LEN_LIMIT)]),   # a decode without end
+    ("max_len", 1, ["max_len"]),                            # no room for a single token
+    ("pad_id", 5, ["pad_id", "5"]),                         # the tokenizer pads with 0
+])
+def test_a_crafted_config_is_refused(model_pt, tmp_path, capsys, field, value, words):
+    ckpt = load_checkpoint(model_pt)
+    crafted = rewritten(model_pt, tmp_path / "crafted.pt", seal=True,
+                        config={**ckpt["config"], field: value})
+    assert_one_line_error(*translate_with(crafted, capsys), *words)
+
+
+def test_an_older_checkpoint_is_named_as_such(model_pt, tmp_path, capsys):
+    ckpt = torch.load(model_pt, weights_only=True)
+    del ckpt["sha256"]
+    torch.save(ckpt, tmp_path / "old.pt")
+    status, out, err = translate_with(tmp_path / "old.pt", capsys)
+    assert status == 0 and len(out.splitlines()) == 1
+    assert "no checksum of its entries" in err and "only its weights are checked" in err, err
+
+
+# --- standard streams ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("redirect, words", [(">&-", ["standard output is closed"]),
+                                             ("<&-", ["standard input is closed", "arguments"])])
+def test_a_closed_standard_stream_is_one_line(model_pt, redirect, words):
+    argv = " ".join(map(shlex.quote, [*COMMAND, "translate", "--checkpoint", str(model_pt)]))
+    argv += "" if redirect == "<&-" else " Hi."
+    done = subprocess.run(["bash", "-c", f"{argv} {redirect}"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    one_line_error(done, *words)
+
+
+def test_lines_are_read_up_to_line_bytes(monkeypatch):
+    monkeypatch.setattr(cli_translate, "LINE_BYTES", 8)
+    stream = io.BytesIO(b"short\n" + b"x" * 30 + b"\n" + b"12345678\n" + b"1234567\xc3\xa9tail\n" + b"end")
+    got = list(cli_translate._read_lines(stream))
+    assert got == [(b"short\n", False), (b"x" * 8, True), (b"12345678\n", False),
+                   (b"1234567\xc3", True), (b"end", False)]
+
+
+def test_a_long_line_is_cut_with_a_warning(model_pt, capsys, monkeypatch):
+    monkeypatch.setattr(cli_translate, "LINE_BYTES", 65)
+    stdin = ("é" * 40 + " tail\nHi.\n").encode()   # 85 bytes: byte 65 is half of the 33rd 'é'
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    status, out, err = run(["translate", "--checkpoint", str(model_pt)], capsys)
+    assert status == 0 and len(out.splitlines()) == 2, err
+    assert "line 1 is longer than 65 bytes: only its first 65 are read" in err, err
+
+
+def read_bytes(pid: int) -> int:
+    "The bytes process pid has read (rchar of /proc/PID/io), 0 once it is gone."
+    try:
+        return int(Path(f"/proc/{pid}/io").read_text().split("rchar:")[1].split()[0])
+    except (OSError, IndexError):
+        return 0
+
+
+def test_input_without_line_ends_is_read_in_bounded_memory(model_pt, tmp_path):
+    script = ("import atexit, resource, sys; from transformer_lit.cli import main; "
+              "atexit.register(lambda: open(sys.argv[1], 'w').write("
+              "str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))); sys.exit(main(sys.argv[2:]))")
+    rss = tmp_path / "rss"
+    with open("/dev/zero", "rb") as zero:
+        proc = subprocess.Popen([sys.executable, "-c", script, str(rss), "translate", "--checkpoint",
+                                 str(model_pt)], stdin=zero, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)))
+        deadline = time.time() + 120   # until it has read 256 MiB: only /dev/zero gives that much
+        while proc.poll() is None and read_bytes(proc.pid) < 1 << 28 and time.time() < deadline:
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)   # unbounded, the line would have taken the 2 GiB by now
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err, err
+    assert int(rss.read_text()) < 1_000_000, rss.read_text()   # KiB
+
+
+def test_translate_tokenizes_each_sentence_once(model_pt, monkeypatch):
+    from transformer_lit.cli.shared import load_model
+    model, tokenizer = load_model(model_pt)
+    calls = []
+    encode = type(tokenizer).encode
+    monkeypatch.setattr(type(tokenizer), "encode", lambda self, texts: calls.append(texts) or encode(self, texts))
+    long = "word " * 2000   # far more than the model reads: it warns, and is still tokenized once
+    with pytest.warns(UserWarning):
+        translate(model, tokenizer, ["Hi.", long])
+    assert calls == [["Hi.", long]]
+
+
+# --- environment variables that only torchrun should set -----------------------------------------
+
+@pytest.mark.parametrize("env, words", [
+    ({"WORLD_SIZE": "2"}, ["WORLD_SIZE=2", "MASTER_ADDR", "torchrun"]),
+    ({"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}, ["MASTER_PORT", "torchrun"]),
+    ({"RANK": "abc"}, ["RANK", "integers"]),
+    ({"RANK": "3", "WORLD_SIZE": "2"}, ["inconsistent", "RANK=3"]),
+])
+def test_torchruns_variables_without_torchrun_are_one_line(tmp_path, capsys, monkeypatch, env, words):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    argv = ["train", *TINY, "--steps", "2", "--out", str(tmp_path / "run")]
+    assert_one_line_error(*run(argv, capsys), *words)
+    assert not (tmp_path / "run").exists()
+
+
+# --- --force replaces only a run's own files -----------------------------------------------------
+
+@pytest.mark.parametrize("files", [["model.pt"], ["results.json"], ["model.pt", "results.json"]])
+def test_force_never_deletes_files_that_no_run_wrote(tmp_path, capsys, cache, files):
+    out = tmp_path / "mine"
+    out.mkdir()
+    for name in files:
+        (out / name).write_bytes(b"the user's own " + name.encode())
+    argv = ["train", *TINY, "--steps", "2", "--out", str(out), "--force"]
+    assert_one_line_error(*run(argv, capsys), "no run wrote", RUN_MARKER, *files)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == {
+        name: b"the user's own " + name.encode() for name in files}
+
+
+def test_force_replaces_a_runs_files_and_keeps_the_others(tmp_path, capsys, cache):
+    out = tmp_path / "run"
+    assert run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys)[0] == 0
+    assert written_by_run(out) == set(RUN_FILES)
+    (out / "notes.txt").write_text("mine")
+    before = (out / "model.pt").stat().st_mtime_ns
+    assert run(["train", *TINY, "--steps", "2", "--out", str(out), "--force"], capsys)[0] == 0
+    assert (out / "notes.txt").read_text() == "mine" and (out / "model.pt").stat().st_mtime_ns != before
+
+
+def test_a_refused_run_leaves_no_folder_and_no_marker(tmp_path, capsys, cache, monkeypatch):
+    def fails(*args, **kwargs):
+        raise cli_train.CliError("refused after the folder was taken")
+    monkeypatch.setattr(cli_train, "_encode", fails)
+    out = tmp_path / "new" / "run"
+    assert_one_line_error(*run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys), "refused")
+    assert not (tmp_path / "new").exists()
+
+
+# --- the CTranslate2 export's folder ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small():
+    pytest.importorskip("ctranslate2", reason="pip install -e '.[deploy]' installs ctranslate2")
+    tokenizer = train_tokenizer(ENGLISH + FRENCH, vocab_size=80)
+    torch.manual_seed(0)
+    V = tokenizer.vocab_size
+    return Transformer(TransformerConfig.tiny(V, V)).eval(), tokenizer
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_the_export_folder_follows_the_umask(small, tmp_path, umask):
+    before = os.umask(umask)
+    try:
+        out = export.to_ctranslate2(*small, tmp_path / "out")
+    finally:
+        os.umask(before)
+    assert out.stat().st_mode & 0o777 == 0o777 & ~umask
+
+
+def test_a_long_out_name_is_written(small, tmp_path):
+    out = export.to_ctranslate2(*small, tmp_path / ("x" * 250))   # 255 bytes is the most a name has
+    assert (out / "model.bin").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["x" * 250]
+
+
+def test_a_failed_export_leaves_nothing_behind(small, tmp_path, monkeypatch):
+    monkeypatch.setattr(export, "_readme", lambda *args: "\ud800")   # cannot be written as UTF-8
+    with pytest.raises(UnicodeEncodeError):
+        export.to_ctranslate2(*small, tmp_path / "new" / "deeper" / "out")
+    assert list(tmp_path.iterdir()) == []   # no hidden folder, no parent folder made for it
+
+
+def test_a_failed_write_names_out(small, tmp_path, monkeypatch):
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", str(src))
+    monkeypatch.setattr(export.os, "replace", full)
+    out = tmp_path / "out"
+    with pytest.raises(OSError) as caught:
+        export.to_ctranslate2(*small, out)
+    assert caught.value.filename == str(out) and caught.value.errno == errno.ENOSPC
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- environment ------------------------------------------------------------------------------------
+
+def test_a_missing_home_folder_is_never_created(model_pt, tmp_path, capsys, monkeypatch):
+    home = tmp_path / "gone" / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv(corpus.CACHE_ENV, raising=False)
+    monkeypatch.setattr(fast, "onednn_measured_faster", fast.onednn_measured_faster.__wrapped__)
+    argv = ["translate", "--checkpoint", str(model_pt), "--beam", "4", "One.", "Two.", "Three.", "Four."]
+    status, out, err = run(argv, capsys)
+    assert status == 0 and len(out.splitlines()) == 4, err
+    assert not (tmp_path / "gone").exists()
+    argv = ["train", *TINY, "--steps", "2", "--out", str(tmp_path / "run")]
+    assert_one_line_error(*run(argv, capsys), "home folder", "does not exist", corpus.CACHE_ENV)
+    assert not (tmp_path / "gone").exists()
