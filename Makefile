@@ -21,7 +21,10 @@ $(STAMP): pyproject.toml
 	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 25 and
 	# tests/test_export.py use; bench: transformers, which benchmarks/bench_peers.py and
 	# tests/test_bench_peers.py use (extras of their own, so that readers can install them alone)
-	$(PY) -m pip install -q -e ".[dev,deploy,bench]"
+	$(PY) -m pip install -q -e ".[dev,deploy,bench,argos]"
+	# LibreTranslate pins old Flask, numpy and requests: a virtual environment of its own
+	# (.venv-libretranslate), which tests/test_argos.py starts the server from
+	PYTHON=$(PYTHON) bash tools/libretranslate_venv.sh
 	rm -f $(VENV)/.installed-*; touch $@
 
 export: $(STAMP)
@@ -83,7 +86,7 @@ test: $(STAMP) check-tools
 	@date +"make test: site built %T"
 	# unit and browser tests in two processes: many of them wait on a subprocess or a page;
 	# the screenshots are left to `make screenshots`
-	TRANSFORMER_LIT_SCREENSHOTS=0 $(VENV)/bin/pytest tests -n 2 --durations=25
+	TRANSFORMER_LIT_SCREENSHOTS=0 $(VENV)/bin/pytest tests -n 2 --dist loadgroup --durations=25
 	@date +"make test: unit and browser tests done %T"
 	$(PY) tools/nbval_outside.py
 	@date +"make test: end %T"

@@ -287,3 +287,42 @@ def test_a_missing_home_folder_is_never_created(model_pt, tmp_path, capsys, monk
     argv = ["train", *TINY, "--steps", "2", "--out", str(tmp_path / "run")]
     assert_one_line_error(*run(argv, capsys), "home folder", "does not exist", corpus.CACHE_ENV)
     assert not (tmp_path / "gone").exists()
+
+
+# --- the export command: every engine, and signals ------------------------------------------------
+
+@pytest.mark.parametrize("engine, out, files", [
+    ("huggingface", "hf", {"config.json", "model.safetensors", "tokenizer.json", "README.md"}),
+    ("argos", "model.argosmodel", None),
+])
+def test_the_export_command_writes_each_engine_and_refuses_in_one_line(model_pt, tmp_path, capsys, engine, out,
+                                                                        files):
+    pytest.importorskip("transformers" if engine == "huggingface" else "argostranslate")
+    argv = ["export", engine, str(tmp_path / out), "--checkpoint", str(model_pt)]
+    status, printed, err = run(argv, capsys)
+    assert status == 0 and printed.startswith(f"wrote {tmp_path / out} ("), err
+    if files:
+        assert files <= {p.name for p in (tmp_path / out).iterdir()}
+    else:
+        assert (tmp_path / out).is_file()
+    assert_one_line_error(*run(argv, capsys), "exists", "--force")
+    assert run([*argv, "--force"], capsys)[0] == 0
+    if engine == "argos":
+        assert_one_line_error(*run(["export", "argos", str(tmp_path / "x.zip"), "--checkpoint", str(model_pt)],
+                                   capsys), "OUT", ".argosmodel")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_an_export_leaves_nothing_behind(tmp_path, sig):
+    pytest.importorskip("ctranslate2")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([*COMMAND, "export", "ctranslate2", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.time() + 120
+    while not list(tmp_path.glob(f"{export.EXPORT_MARKER}.*")) and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, proc.communicate()   # caught while it writes the folder
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted" in err, err
+    assert list(tmp_path.iterdir()) == []   # no hidden folder, no OUT

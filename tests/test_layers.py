@@ -26,9 +26,10 @@ FLOORS = {
     "scoring": 8, "analysis": 8,                                # BLEU, chrF | failure modes
     "fast": 9,                                                  # plugs into training, inference
     "export": 10,                                               # other engines
-    "cli.shared": 11,                                           # the command line
-    "cli.train": 12, "cli.translate": 12, "cli.export": 12,
-    "cli": 13, "cli.__main__": 14,
+    "huggingface": 11, "argos": 11,                             # built on export
+    "cli.shared": 12,                                           # the command line
+    "cli.train": 13, "cli.translate": 13, "cli.export": 13,
+    "cli": 14, "cli.__main__": 15,
 }
 # the core (the reader's path) knows nothing of speed: it never imports `fast`
 CORE = {m for m, floor in FLOORS.items() if floor < FLOORS["fast"]}

@@ -9,6 +9,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -23,7 +24,7 @@ from .positional import LearnedPositionalEncoding, PositionalEncoding
 
 # %% auto #0
 __all__ = ['DEPLOY_EXTRA', 'EXPORT_MARKER', 'require_ctranslate2', 'quantizations', 'check_quantization', 'transformer_spec',
-           'check_replaceable', 'to_ctranslate2']
+           'check_replaceable', 'check_export_folder', 'write_export_folder', 'to_ctranslate2']
 
 # %% ../nbs/25_export.ipynb #38ba6bb3
 DEPLOY_EXTRA = "pip install 'transformer-lit[deploy]'"  # the package's optional extra
@@ -229,17 +230,30 @@ def check_replaceable(out: Path) -> None:
         )
 
 
-def _write_folder(spec, tokenizer: SubwordTokenizer, text: str, out: Path) -> None:
-    """Save spec, tokenizer and README into a new temporary folder beside out, then move
-    it to out (or its files into an existing out): no half-written export."""
+def check_export_folder(out: str | Path, force: bool) -> Path:
+    """out as a Path if an export may write it: a new folder, or (force) an empty one or
+    an earlier export's; FileExistsError otherwise."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} exists and is not a folder")
+    if out.exists() and not force:
+        raise FileExistsError(f"{out} exists; force=True writes into it")
+    if out.exists():
+        check_replaceable(out)
+    return out
+
+
+def write_export_folder(out: Path, save: Callable[[Path], None]) -> None:
+    """save(folder) fills a new temporary folder beside out, which then becomes out (or
+    its files move into an existing out) with EXPORT_MARKER naming them: no half-written
+    export, the umask's mode, errors named by out."""
     made = [p for p in out.parents if not p.exists()]  # nearest first; gone on failure
     out.parent.mkdir(parents=True, exist_ok=True)
     # a short name of its own: `.{out.name}...` would pass 255 bytes for a long OUT
-    tmp, done = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{EXPORT_MARKER}.")), False
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{EXPORT_MARKER}."))
+    done = False
     try:
-        spec.save(str(tmp))  # model.bin, config.json, shared_vocabulary.json
-        (tmp / "sentencepiece.model").write_bytes(tokenizer.to_bytes())
-        (tmp / "README.md").write_text(text, encoding="utf-8")
+        save(tmp)
         names = sorted(f.name for f in tmp.iterdir())
         (tmp / EXPORT_MARKER).write_text("\n".join(names) + "\n", encoding="utf-8")
         umask = os.umask(0o022)
@@ -268,16 +282,17 @@ def to_ctranslate2(model: Transformer, tokenizer: SubwordTokenizer,
     quantization: a weight type CTranslate2 accepts, None keeps float32; force: write
     into an existing folder."""
     check_quantization(quantization)
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"{out} exists and is not a folder")
-    if out.exists() and not force:
-        raise FileExistsError(f"{out} exists; force=True writes into it")
-    if out.exists():
-        check_replaceable(out)
+    out = check_export_folder(out_dir, force)
     spec = transformer_spec(model)
     _set_vocabulary(spec, model, tokenizer)
     spec.validate()  # every weight set, shapes consistent
     spec.optimize(quantization=quantization)  # one copy of shared matrices; quantize
-    _write_folder(spec, tokenizer, _readme(model, quantization), out)
+    text = _readme(model, quantization)
+
+    def save(folder: Path) -> None:
+        spec.save(str(folder))  # model.bin, config.json, shared_vocabulary.json
+        (folder / "sentencepiece.model").write_bytes(tokenizer.to_bytes())
+        (folder / "README.md").write_text(text, encoding="utf-8")
+
+    write_export_folder(out, save)
     return out

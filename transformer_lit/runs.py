@@ -310,7 +310,7 @@ def release_run_folder(folder: Path, fd: int, created: Path | None) -> None:
 
 
 def clear_run(folder: Path) -> None:
-    """Remove the files a run wrote in folder (those its RUN_MARKER names), for a new run
-    that replaces it."""
+    """Remove the files a run wrote in folder (those its RUN_MARKER names), for a new
+    run that replaces it."""
     for name in sorted(written_by_run(folder)):
         (folder / name).unlink(missing_ok=True)
