@@ -146,6 +146,13 @@ def read_bytes(pid: int) -> int:
         return 0
 
 
+def bounded() -> None:
+    """In the child: 2 GiB of address space, and SIGINT as a terminal sends it (a pytest-xdist worker
+    ignores it, and a child would inherit that)."""
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_input_without_line_ends_is_read_in_bounded_memory(model_pt, tmp_path):
     script = ("import atexit, resource, sys; from transformer_lit.cli import main; "
               "atexit.register(lambda: open(sys.argv[1], 'w').write("
@@ -155,12 +162,15 @@ def test_input_without_line_ends_is_read_in_bounded_memory(model_pt, tmp_path):
         proc = subprocess.Popen([sys.executable, "-c", script, str(rss), "translate", "--checkpoint",
                                  str(model_pt)], stdin=zero, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)))
+                                preexec_fn=bounded)
         deadline = time.time() + 120   # until it has read 256 MiB: only /dev/zero gives that much
         while proc.poll() is None and read_bytes(proc.pid) < 1 << 28 and time.time() < deadline:
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)   # unbounded, the line would have taken the 2 GiB by now
-        out, err = proc.communicate(timeout=60)
+        try:
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()   # it reads /dev/zero for ever if the interrupt went unheard
     assert proc.returncode == 130 and "interrupted" in err, err
     assert int(rss.read_text()) < 1_000_000, rss.read_text()   # KiB
 
