@@ -9,9 +9,10 @@ notebook alone in a folder, the package installed from a wheel (not editable).
 
 In a temporary folder: build a wheel from a copy of the sources, install it with
 `pip install --target site/` (once for all the notebooks), copy each notebook into a
-folder of its own, and run `pytest --nbval --nbval-current-env` there with
-PYTHONPATH=site, --jobs notebooks at once (default 2), the slowest first, each kernel
-with --threads CPU threads (default: the CPUs shared out among the jobs; more threads
+folder of its own, and run `pytest --nbval --nbval-current-env` on them with
+PYTHONPATH=site, --jobs pytest runs at once (default 2), the slowest notebooks first and
+one to a run, the others GROUP to a run (each notebook still in a kernel of its own),
+each kernel with --threads CPU threads (default: the CPUs shared out among the jobs; more threads
 than cores only wait for each other, and a two-core machine running two kernels of two
 threads each spent minutes in that waiting). The kernel
 inherits PYTHONPATH, and the venv's editable finder comes after the path entries, so
@@ -54,7 +55,8 @@ QUICK_TAG = "quick-ignore-output"
 # quick switch on, one thread per kernel: 119, 69, 53, 45, 34, 27, 26, 24 s): started
 # first, they do not leave one worker running alone at the end.
 SLOW = ("13_training", "23_cli", "24_speed", "17_inference", "12_data", "16_analysis",
-        "11_corpus", "09_transformer")
+        "11_corpus", "26_huggingface", "27_argos", "09_transformer")
+GROUP = 4  # the other notebooks, this many to one pytest run
 
 
 def pip(*args: str) -> None:
@@ -117,23 +119,34 @@ def first(notebooks: list[Path]) -> list[Path]:
     return sorted(notebooks, key=lambda p: (rank.get(p.stem, len(SLOW)), p.name))
 
 
+def groups(notebooks: list[Path], size: int = GROUP) -> list[list[Path]]:
+    """The slow notebooks one to a pytest run, the others `size` to a run (each still in a
+    kernel of its own): a pytest start-up costs about 3 s, a quarter of a short chapter."""
+    slow = [[p] for p in notebooks if p.stem in SLOW]
+    rest = [p for p in notebooks if p.stem not in SLOW]
+    return slow + [rest[i : i + size] for i in range(0, len(rest), size)]
+
+
 RUNNING: set[subprocess.Popen] = set()   # stopped if main is left early (Ctrl-C, SIGTERM)
 
 
-def nbval(nb: Path, env: dict[str, str]) -> tuple[Path, int, float, str]:
-    "pytest --nbval on notebook nb in its folder: (nb, exit status, seconds, output)."
+def nbval(group: list[Path], env: dict[str, str]) -> tuple[str, int, float, str]:
+    """pytest --nbval on the notebooks of group, each in its folder: (their names, exit
+    status, seconds, output)."""
     t = time.perf_counter()
-    # cwd the notebook's folder: `python -m` puts it on sys.path; only the notebook is there.
+    # cwd the notebooks' parent folder: `python -m` puts it on sys.path, and only folders
+    # are there; nbval starts each notebook's kernel in the notebook's own folder.
     cmd = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-q",
-           "-p", "no:cacheprovider", nb.name]
-    proc = subprocess.Popen(cmd, env=env, cwd=nb.parent, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+           "-p", "no:cacheprovider", *(f"{nb.parent.name}/{nb.name}" for nb in group)]
+    proc = subprocess.Popen(cmd, env=env, cwd=group[0].parent.parent,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     RUNNING.add(proc)
     try:
         output, _ = proc.communicate()
     finally:
         RUNNING.discard(proc)
-    return nb, proc.returncode, time.perf_counter() - t, output
+    names = " ".join(nb.name for nb in group)
+    return names, proc.returncode, time.perf_counter() - t, output
 
 
 def main(argv: list[str]) -> int:
@@ -186,14 +199,14 @@ def main(argv: list[str]) -> int:
         failed, times = [], {}
         pool = ThreadPoolExecutor(args.jobs)
         try:
-            runs = [pool.submit(nbval, p, env) for p in copies]
+            runs = [pool.submit(nbval, group, env) for group in groups(copies)]
             for done in as_completed(runs):   # reported as they finish
-                nb, status, seconds, output = done.result()
-                times[nb.name] = seconds
+                names, status, seconds, output = done.result()
+                times[names] = seconds
                 last = output.strip().splitlines()[-1] if output.strip() else ""
-                print(f"{nb.name}: {last} ({seconds:.0f}s)", flush=True)
+                print(f"{names}: {last} ({seconds:.0f}s)", flush=True)
                 if status:
-                    failed.append(nb.name)
+                    failed.append(names)
                     print(output, flush=True)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
