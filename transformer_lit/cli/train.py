@@ -25,7 +25,7 @@ from transformer_lit.checkpoints import (
 )
 from transformer_lit.cli.shared import (
     CliError, add_device_options, as_options, damaged, device_from_args, load_model,
-    out_of_memory, read_checkpoint, version_codes,
+    out_of_memory, read_checkpoint, signals_interrupt, version_codes,
 )
 from transformer_lit.corpus import (
     ENGLISH_VERSIONS, FRENCH_VERSIONS, CorpusError, load_verses, version_pairs,
@@ -462,8 +462,9 @@ def run_train(args: argparse.Namespace) -> int:
     if world.size > 1 and device.type == "cuda":
         device = torch.device("cuda", world.local_rank)
     held = []  # the lock of --out, once rank 0 holds it
-    try:
-        return _run(args, world, device, held)
+    try:  # SIGTERM before fit's own handlers: the folder is released, not left locked
+        with signals_interrupt():
+            return _run(args, world, device, held)
     except Exception as e:
         if not out_of_memory(e):
             raise
