@@ -327,10 +327,17 @@ def test_the_export_command_writes_each_engine_and_refuses_in_one_line(model_pt,
 def test_a_signal_during_an_export_leaves_nothing_behind(tmp_path, sig):
     pytest.importorskip("ctranslate2")
     out = tmp_path / "out"
-    proc = subprocess.Popen([*COMMAND, "export", "ctranslate2", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    # the tokenizer's bytes, written last into the temporary folder, take a minute: the signal
+    # lands while the export is being written, however busy the machine
+    slow = ("import sys, time; from transformer_lit.data import SubwordTokenizer as S; "
+            "b = S.to_bytes; S.to_bytes = lambda self: (time.sleep(60), b(self))[1]; "
+            "from transformer_lit.cli import main; sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.Popen([sys.executable, "-c", slow, "export", "ctranslate2", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
     deadline = time.time() + 120
-    while not list(tmp_path.glob(f"{export.EXPORT_MARKER}.*")) and proc.poll() is None and time.time() < deadline:
+    while (not list(tmp_path.glob(f"{export.EXPORT_MARKER}.*/model.bin")) and proc.poll() is None
+           and time.time() < deadline):   # the weights written: it sleeps in the tokenizer's bytes
         time.sleep(0.01)
     assert proc.poll() is None, proc.communicate()   # caught while it writes the folder
     proc.send_signal(sig)
@@ -383,3 +390,11 @@ def test_a_signal_before_training_starts_leaves_no_folder(tmp_path, capsys, cach
     assert status == 130 and "interrupted" in err, (status, err)
     assert not (tmp_path / "new").exists()   # the folder it made, and its lock, are gone
     assert signal.getsignal(sig) is before   # the handler it found is back
+
+
+def test_compile_without_a_compiler_is_one_line(tmp_path, capsys, cache, monkeypatch):
+    import transformer_lit.cli.shared as shared
+    monkeypatch.setattr(shared.shutil, "which", lambda name: None)   # no compiler on the PATH
+    argv = ["train", *TINY, "--steps", "2", "--compile", "--out", str(tmp_path / "run")]
+    assert_one_line_error(*run(argv, capsys), "--compile", "C++ compiler")
+    assert not (tmp_path / "run").exists()   # refused before any work

@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import os
 import re
+import shutil
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -24,9 +25,9 @@ from ..pretrained import load_pretrained
 from ..recipe import attention_policy
 
 # %% auto #0
-__all__ = ['USER_ERROR', 'OPTION_NAMES', 'CliError', 'report', 'as_options', 'out_of_memory', 'signals_interrupt', 'pick_device',
-           'add_device_options', 'device_from_args', 'version_codes', 'read_checkpoint', 'damaged', 'tokenizer_from',
-           'add_checkpoint_option', 'load_model']
+__all__ = ['USER_ERROR', 'OPTION_NAMES', 'CliError', 'report', 'as_options', 'out_of_memory', 'check_compiler',
+           'signals_interrupt', 'pick_device', 'add_device_options', 'device_from_args', 'version_codes',
+           'read_checkpoint', 'damaged', 'tokenizer_from', 'add_checkpoint_option', 'load_model']
 
 # %% ../../nbs/20_cli_shared.ipynb #7d7361c9
 USER_ERROR = 2  # the exit status of a mistake the user can fix, as argparse's
@@ -74,10 +75,23 @@ def out_of_memory(e: BaseException) -> bool:
     )
 
 
+def check_compiler() -> None:
+    """CliError unless a C++ compiler is on the PATH ($CXX, g++, c++ or clang++): what
+    torch.compile builds its kernels with (--compile)."""
+    names = [os.environ.get("CXX"), "g++", "c++", "clang++"]
+    if not any(shutil.which(name) for name in names if name):
+        raise CliError(
+            "--compile needs a C++ compiler (torch.compile builds its kernels "
+                "with one): "
+            "install g++ or clang++, set $CXX, or leave --compile out"
+        )
+
+
 @contextlib.contextmanager
 def signals_interrupt() -> Iterator[None]:
     """SIGTERM and SIGHUP raise KeyboardInterrupt meanwhile, as Ctrl-C does, so that
     what a command has begun is cleaned up ('finally') instead of left half done."""
+
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 

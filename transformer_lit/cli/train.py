@@ -24,8 +24,8 @@ from transformer_lit.checkpoints import (
     write_atomically,
 )
 from transformer_lit.cli.shared import (
-    CliError, add_device_options, as_options, damaged, device_from_args, load_model,
-    out_of_memory, read_checkpoint, signals_interrupt, version_codes,
+    CliError, add_device_options, as_options, check_compiler, damaged, device_from_args,
+    load_model, out_of_memory, read_checkpoint, signals_interrupt, version_codes,
 )
 from transformer_lit.corpus import (
     ENGLISH_VERSIONS, FRENCH_VERSIONS, CorpusError, load_verses, version_pairs,
@@ -133,6 +133,8 @@ def check_train_options(args: argparse.Namespace) -> None:
     whatever the data holds."""
     if not args.out.strip():
         raise CliError("--out must name a folder, got an empty string")
+    if args.compile:
+        check_compiler()  # else a traceback of torch.compile's at the first step
     if args.resume and args.force:
         raise CliError(
             "--resume and --force cannot be used together: --resume continues the run "
