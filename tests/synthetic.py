@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -87,3 +88,16 @@ def sealed(ckpt: dict) -> dict:
     file holds is then refused by the checks on its content, not by its checksums."""
     from transformer_lit.checkpoints import entry_sha256
     return {**ckpt, "sha256": entry_sha256(ckpt)} if "sha256" in ckpt else ckpt
+
+
+def altered(path: Path, dest: Path, seal: bool = True, **entries) -> Path:
+    """A copy of checkpoint path with some entries replaced (None deletes one), as a crafted file would hold
+    them: with its checksums recomputed (seal), or as a damaged one, with the old checksums."""
+    ckpt = torch.load(path, weights_only=True)
+    for k, v in entries.items():
+        if v is None:
+            ckpt.pop(k, None)
+        else:
+            ckpt[k] = v
+    torch.save(sealed(ckpt) if seal else ckpt, dest)
+    return dest

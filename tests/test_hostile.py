@@ -30,25 +30,12 @@ from transformer_lit import corpus, inference
 from transformer_lit.checkpoints import load_checkpoint
 from transformer_lit.data import train_tokenizer
 
-from synthetic import COMMAND, ENGLISH, FRENCH, TINY, assert_one_line_error, one_line_error, run, sealed
+from synthetic import COMMAND, ENGLISH, FRENCH, TINY, altered, assert_one_line_error, one_line_error, run
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 def env() -> dict[str, str]:
     "The environment of a subprocess: this one's (the test cache included), one thread."
     return {**os.environ, "OMP_NUM_THREADS": "1"}
-
-
-def altered(path: Path, dest: Path, seal: bool = True, **entries) -> Path:
-    """A copy of checkpoint path with some entries replaced (None deletes one), as a crafted file would hold
-    them: with its checksums recomputed (seal), or as a damaged one, with the old checksums."""
-    ckpt = torch.load(path, weights_only=True)
-    for k, v in entries.items():
-        if v is None:
-            ckpt.pop(k, None)
-        else:
-            ckpt[k] = v
-    torch.save(sealed(ckpt) if seal else ckpt, dest)
-    return dest
 
 
 # --- security ----------------------------------------------------------------------------------------

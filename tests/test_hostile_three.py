@@ -24,26 +24,15 @@ import transformer_lit.export as export
 import transformer_lit.fast as fast
 from transformer_lit import corpus
 import transformer_lit.cli.translate as cli_translate
-from transformer_lit.checkpoints import MAX_LEN_LIMIT, entry_sha256, load_checkpoint
+from transformer_lit.checkpoints import MAX_LEN_LIMIT, load_checkpoint
 from transformer_lit.data import train_tokenizer
 from transformer_lit.inference import translate
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.runs import RUN_FILES, RUN_MARKER, written_by_run
 
-from synthetic import COMMAND, ENGLISH, FRENCH, TINY, assert_one_line_error, one_line_error, run
+from synthetic import COMMAND, ENGLISH, FRENCH, TINY, altered, assert_one_line_error, one_line_error, run
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
-
-
-def rewritten(path: Path, dest: Path, seal: bool, **entries) -> Path:
-    """A copy of checkpoint path with entries replaced: with its checksums recomputed (seal: a
-    crafted file) or left as they were (an edited or damaged one)."""
-    ckpt = torch.load(path, weights_only=True)
-    ckpt.update(entries)
-    if seal:
-        ckpt["sha256"] = entry_sha256(ckpt)
-    torch.save(ckpt, dest)
-    return dest
 
 
 def translate_with(path: Path, capsys) -> tuple[int, str, str]:
@@ -67,11 +56,11 @@ def test_an_edited_entry_is_refused_naming_it(model_pt, tmp_path, capsys, entry)
              "added": "an entry no run wrote"}[entry]
     if entry == "tokenizer":
         assert value != ckpt["tokenizer"] and other.vocab_size == 80
-    edited = rewritten(model_pt, tmp_path / "edited.pt", seal=False, **{entry: value})
+    edited = altered(model_pt, tmp_path / "edited.pt", seal=False, **{entry: value})
     assert_one_line_error(*translate_with(edited, capsys), "damaged", repr(entry))
     # the same content with its checksums recomputed passes them: the checksums are what refused it
     if entry != "added":
-        status, out, err = translate_with(rewritten(model_pt, tmp_path / "sealed.pt", seal=True,
+        status, out, err = translate_with(altered(model_pt, tmp_path / "sealed.pt", seal=True,
                                                     **{entry: value}), capsys)
         assert status == 0 and "damaged" not in err, err
 
@@ -82,7 +71,7 @@ def test_a_resumed_run_refuses_an_edited_corpus_or_tokenizer(tmp_path, capsys, c
     path = out / "checkpoint.pt"
     ckpt = load_checkpoint(path)
     swapped = {**ckpt["corpus"], "english": ckpt["corpus"]["french"], "french": ckpt["corpus"]["english"]}
-    rewritten(path, path, seal=False, corpus=swapped)
+    altered(path, path, seal=False, corpus=swapped)
     argv = ["train", "--steps", "4", "--out", str(out), "--resume", "--quiet"]
     assert_one_line_error(*run(argv, capsys), "damaged", "'corpus'")
 
@@ -96,7 +85,7 @@ def test_a_resumed_run_refuses_an_edited_corpus_or_tokenizer(tmp_path, capsys, c
 ])
 def test_a_crafted_config_is_refused(model_pt, tmp_path, capsys, field, value, words):
     ckpt = load_checkpoint(model_pt)
-    crafted = rewritten(model_pt, tmp_path / "crafted.pt", seal=True,
+    crafted = altered(model_pt, tmp_path / "crafted.pt", seal=True,
                         config={**ckpt["config"], field: value})
     assert_one_line_error(*translate_with(crafted, capsys), *words)
 
