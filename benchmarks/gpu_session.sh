@@ -16,7 +16,8 @@
 # Everything it measures is packed into $OUT/gpu.tgz (results/*.json, logs, chapters/*.json),
 # within SECONDS_LEFT seconds of its start (default 520), so that the tool's limit is not hit.
 # ONLY_CHAPTERS=1 runs the chapters alone; FULL_13=1 (with it) runs only chapter 13, in bf16
-# and in float16 side by side, each with its whole GPU budget (recipe.BOOK_GPU_STEPS).
+# and in float16 side by side, each with its whole GPU budget (recipe.BOOK_GPU_STEPS; FP16_STEPS
+# cuts the float16 one).
 set -u
 OUT=${OUT:-/tmp/gpu-out}
 REPO=$PWD
@@ -84,6 +85,10 @@ chapter() {  # name, timeout, options
   timeout "$(left "$limit")" env OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS $CHAPTER_PY "$REPO/tools/run_as_script.py" "/tmp/reader/$name.ipynb" \
     "$W/chapters/$tag.json" "$@" > "$W/chapters/$tag.log" 2>&1
   stamp "$tag: exit $?"
+  # chapter 13's own record (its results.json), for transformer_lit/results/book_run_cuda.json
+  [[ $name == 13_training ]] && cp "$TRANSFORMER_LIT_CACHE/runs/13_training-cuda/results.json" \
+    "$W/chapters/$tag-results.json" 2>/dev/null
+  return 0
 }
 own_cache() {  # the float16 chain's cache: chapter 13's run folder would be the other chain's
   mkdir -p /tmp/tl-cache-fp16 && cp /tmp/tl-cache/bible-verses-v2.tsv* /tmp/tl-cache-fp16/
@@ -91,7 +96,7 @@ own_cache() {  # the float16 chain's cache: chapter 13's run folder would be the
 }
 if [[ -n "${FULL_13:-}" ]]; then  # chapter 13 alone at its whole GPU budget, bf16 and float16
   ( chapter 13_training 450 ) &
-  ( own_cache; chapter 13_training 450 --float16 ) &
+  ( own_cache; chapter 13_training 450 ${FP16_STEPS:+--gpu-steps $FP16_STEPS} --float16 ) &
 else
 (
   chapter 09_transformer 90

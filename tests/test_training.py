@@ -174,7 +174,7 @@ def test_book_run_budgets():
     preset, settings = book_run(torch.device("cpu"))
     assert preset == "cpu" and settings.max_steps is not None and settings.max_minutes is None   # repeatable on CPU
     preset, settings = book_run(torch.device("cuda"))   # no GPU needed to ask
-    assert preset == "base" and settings.max_minutes is not None
+    assert preset == "small" and settings.max_minutes is not None
 
 
 def test_run_record_is_plain_data(tmp_path):
