@@ -8,6 +8,7 @@ import errno
 import io
 import os
 import resource
+import select
 import shlex
 import signal
 import subprocess
@@ -193,6 +194,70 @@ def test_torchruns_variables_without_torchrun_are_one_line(tmp_path, capsys, mon
     argv = ["train", *TINY, "--steps", "2", "--out", str(tmp_path / "run")]
     assert_one_line_error(*run(argv, capsys), *words)
     assert not (tmp_path / "run").exists()
+
+
+def hand_started(monkeypatch, rank: int) -> None:
+    "The variables of a process started by hand (no torchrun), rank `rank` of two, on a free port."
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for name in ("LOCAL_RANK", "TORCHELASTIC_RUN_ID"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in {"RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                        "MASTER_PORT": str(port)}.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.mark.parametrize("rank, words", [(0, ["only 1 of WORLD_SIZE=2", "torchrun"]),
+                                         (1, ["could not reach rank 0", "torchrun"])])
+def test_a_process_started_by_hand_without_its_peer_gives_up_in_one_line(
+        tmp_path, capsys, monkeypatch, rank, words):
+    hand_started(monkeypatch, rank)
+    monkeypatch.setattr("transformer_lit.runs.RENDEZVOUS_SECONDS", 1)   # 300 in use
+    argv = ["train", *TINY, "--steps", "2", "--out", str(tmp_path / "run")]
+    assert_one_line_error(*run(argv, capsys), "MASTER_PORT", *words)
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_wait_for_a_peer_says_so_and_stops_at_ctrl_c(tmp_path, cache, monkeypatch):
+    """torch's own rendezvous waited 30 minutes in C++, silent and deaf to Ctrl-C."""
+    hand_started(monkeypatch, 0)
+    out = tmp_path / "run"
+    proc = subprocess.Popen([*COMMAND, "train", *TINY, "--steps", "2", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        # the wait announces itself after a second
+        assert select.select([proc.stderr], [], [], 30)[0], "a silent wait"
+        line = proc.stderr.readline()
+        assert "waiting for the other processes" in line and "Ctrl-C" in line, line
+        proc.send_signal(signal.SIGINT)
+        out_text, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130 and "Traceback" not in err, (proc.returncode, err)
+    assert not out.exists()
+
+
+def test_processes_started_by_hand_meet_and_sum(tmp_path, monkeypatch):
+    """Two processes started without torchrun join one gloo group through runs.start."""
+    hand_started(monkeypatch, 0)
+    script = ("import torch, torch.distributed as dist\n"
+              "from transformer_lit.runs import start, stop\n"
+              "w = start('cpu'); t = torch.tensor([w.rank + 1.0]); dist.all_reduce(t)\n"
+              "print(w.rank, t.item()); stop(w)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "RANK": str(rank)}) for rank in (1, 0)]
+    try:
+        outs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert sorted(o.strip() for o, _ in outs) == ["0 3.0", "1 3.0"], outs
 
 
 # --- --force replaces only a run's own files -----------------------------------------------------

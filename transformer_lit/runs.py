@@ -12,8 +12,11 @@ import glob
 import os
 import socket
 import stat
+import sys
 import tempfile
+import time
 from dataclasses import dataclass
+from datetime import timedelta
 from importlib import resources
 from pathlib import Path
 
@@ -23,10 +26,10 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 # %% auto #0
-__all__ = ['RUN_FILES', 'LOCK_FILE', 'RUN_MARKER', 'World', 'world_from_env', 'start', 'stop', 'any_rank', 'data_parallel',
-           'FolderBusy', 'lock_folder', 'check_unlocked', 'unlock_folder', 'stale_temporary_files', 'RunFolderError',
-           'mark_run_folder', 'written_by_run', 'check_outside_package', 'check_own_folder', 'check_run_folder',
-           'take_run_folder', 'release_run_folder', 'clear_run']
+__all__ = ['RENDEZVOUS_SECONDS', 'RUN_FILES', 'LOCK_FILE', 'RUN_MARKER', 'World', 'world_from_env', 'start', 'stop', 'any_rank',
+           'data_parallel', 'FolderBusy', 'lock_folder', 'check_unlocked', 'unlock_folder', 'stale_temporary_files',
+           'RunFolderError', 'mark_run_folder', 'written_by_run', 'check_outside_package', 'check_own_folder',
+           'check_run_folder', 'take_run_folder', 'release_run_folder', 'clear_run']
 
 # %% ../nbs/19_runs.ipynb #78c5c1c0
 @dataclass(frozen=True)
@@ -66,9 +69,57 @@ def world_from_env(env: dict[str, str] | None = None) -> World:
     return world
 
 # %% ../nbs/19_runs.ipynb #bd9e77ad
+RENDEZVOUS_SECONDS = 300  # how long processes started by hand wait for each other
+
+
+def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
+    """The store of processes started by hand, once all world.size have joined it; a
+    ValueError naming what was missing after `seconds`."""
+    host, port = os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]
+    where = f"MASTER_ADDR={host}, MASTER_PORT={port}"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"MASTER_PORT must be a port number (1-65535), got {port!r}")
+    begin, told = time.monotonic(), False
+    deadline = begin + seconds
+
+    def wait(what: str) -> None:  # says so after a second; gives up at the deadline
+        nonlocal told
+        if time.monotonic() > deadline:
+            raise ValueError(
+                f"{what} after {seconds:g} s at {where}: start every process "
+                f"with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE={world.size}, "
+                "or use torchrun"
+            )
+        if not told and time.monotonic() > begin + 1:
+            print(f"rank {world.rank}: waiting for the other processes at {where} "
+                  f"(at most {seconds:g} s; Ctrl-C stops)", file=sys.stderr, flush=True)
+            told = True
+        time.sleep(0.1)  # Python code: Ctrl-C lands here
+
+    while world.rank > 0:  # the others connect once rank 0 listens; a socket asks first
+        try:  # (torch's client would log a C++ stack trace for every refused try)
+            socket.create_connection((host, int(port)), timeout=1).close()
+            break
+        except OSError as e:
+            wait(f"rank {world.rank} could not reach rank 0 ({e.strerror or e})")
+    try:
+        store = dist.TCPStore(host, int(port), world.size, world.rank == 0,
+                              timedelta(seconds=10), wait_for_workers=False)
+    except RuntimeError as e:  # torch's DistNetworkError and DistStoreError
+        first = (str(e).strip() or type(e).__name__).splitlines()[0]
+        raise ValueError(f"rank {world.rank} cannot open the store at {where}: "
+                         f"{first}") from None
+    store.set_timeout(timedelta(seconds=max(seconds, 60)))
+    joined = store.add("transformer-lit/joined", 1)
+    while joined < world.size:
+        wait(f"only {joined} of WORLD_SIZE={world.size} processes joined")
+        joined = store.add("transformer-lit/joined", 0)
+    return store
+
+
 def start(device_type: str) -> World:
-    """Join torchrun's process group (NCCL on CUDA, gloo on CPU) when there is more than
-    one process; return the World."""
+    """Join the process group (NCCL on CUDA, gloo on CPU) of torchrun's processes, or of
+    processes started by hand, when there is more than one; return the World."""
     world = world_from_env()
     if world.size > 1 and not dist.is_initialized():
         missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not os.environ.get(v)]
@@ -80,7 +131,14 @@ def start(device_type: str) -> World:
             )
         if device_type == "cuda":
             torch.cuda.set_device(world.local_rank)
-        dist.init_process_group("nccl" if device_type == "cuda" else "gloo")
+        backend = "nccl" if device_type == "cuda" else "gloo"
+        if "TORCHELASTIC_RUN_ID" in os.environ:  # torchrun's own store, already met
+            dist.init_process_group(backend)
+        else:
+            store = _rendezvous(world, RENDEZVOUS_SECONDS)
+            dist.init_process_group(
+                backend, store=store, rank=world.rank, world_size=world.size
+            )
     return world
 
 
