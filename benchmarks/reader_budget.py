@@ -60,6 +60,8 @@ def main() -> None:
     p.add_argument("--preset", default="cpu")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dropout", type=float, default=None)
+    p.add_argument("--no-amp", action="store_true",
+                   help="float32 on a GPU too (a CPU run's numbers, by steps)")
     p.add_argument("--steps", type=int, nargs="+", default=[600, 1200, 1800, 2400])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--warmup", type=int, default=None)
@@ -86,6 +88,8 @@ def main() -> None:
         config = replace(config, dropout=args.dropout)
     overrides = {k: v for k, v in (("warmup", args.warmup), ("max_tokens", args.max_tokens),
                                    ("lr_factor", args.lr_factor)) if v is not None}
+    if args.no_amp:
+        overrides["amp"] = False
     settings = preset_settings(args.preset, max_steps=args.steps[0], **overrides)
     torch.manual_seed(0)
     random.seed(0)
