@@ -105,7 +105,8 @@ def sync_readme(text: str, s: dict[str, str]) -> str:
 
 
 def sync_notebook(nb: dict, s: dict[str, str]) -> bool:
-    "Put the set-up cell's current text into the notebook; True if it changed."
+    """Put the set-up cell's current text into the notebook, folded on the page (tag
+    hide-input: installation, not content); True if it changed."""
     want = setup_cell_source(s)
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
@@ -113,9 +114,12 @@ def sync_notebook(nb: dict, s: dict[str, str]) -> bool:
         src = "".join(cell["source"])
         if not src.startswith(SETUP_MARK):
             raise ValueError("the first code cell must be the Colab set-up cell")
-        if src == want:
+        tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+        if src == want and "hide-input" in tags:
             return False
         cell["source"] = want.splitlines(keepends=True)
+        if "hide-input" not in tags:
+            tags.append("hide-input")
         return True
     raise ValueError("notebook has no code cell")
 

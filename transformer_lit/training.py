@@ -41,7 +41,7 @@ _T = TypeVar("_T")  # the items take_shard shares out
 
 # %% auto #0
 __all__ = ['LossFn', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'noam_lr', 'make_optimizer', 'train_step', 'evaluate',
-           'TrainState', 'take_shard', 'batch_stream', 'snapshot', 'finish_run', 'fit']
+           'TrainState', 'take_shard', 'batch_stream', 'snapshot', 'fit', 'finish_run']
 
 # %% ../nbs/13_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -253,6 +253,69 @@ def snapshot(model: nn.Module) -> dict[str, Tensor]:
         for name, value in model.state_dict().items()
     }
 
+# %% ../nbs/13_training.ipynb #81c4176e
+def fit(
+    model: Transformer,
+    optimizer: torch.optim.Optimizer,
+    train: Sequence[EncodedPair],
+    valid: Sequence[EncodedPair],
+    settings: TrainSettings,
+    state: TrainState | None = None,
+    *,
+    progress: bool = True,
+    log: Callable[[str], None] | None = tqdm.write,
+    on_checkpoint: Callable[[TrainState], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+    finish: bool = True,
+    shard: tuple[int, int] = (0, 1),
+    parallel: Callable[[nn.Module], nn.Module] | None = None,
+    step: Callable[..., LossTerms] = train_step,
+) -> TrainState:
+    """Train until the budget is spent or stop() is true; return the state (finish_run's
+    copy if finish). shard and parallel: data parallelism (chapter 19); step:
+    train_step or a function with its arguments (chapter 24's)."""
+    if not train or not valid:
+        raise ValueError(f"fit needs training and validation pairs, got {len(train)} "
+                         f"and {len(valid)}")
+    state, device = state or TrainState(), next(model.parameters()).device
+    attention_policy(device)
+    forward = _forward_for(model, settings, parallel)
+    valid_batches = [b.to(device) for b in make_batches(valid, settings.max_tokens, 0)]
+    batches = batch_stream(train, settings.max_tokens, settings.seed, state, shard)
+    scaler = make_scaler(device, settings)
+    if state.scaler:
+        scaler.load_state_dict(state.scaler)
+    bar = _progress_bar(progress, settings, state)
+    start, seconds0, tokens0 = time.perf_counter(), state.seconds, state.tokens
+    saved_at = state.seconds  # on_checkpoint every checkpoint_every steps or minutes
+    model.train()
+    while not _budget_spent(state, settings):
+        if stop is not None and stop():  # between steps: the state can be saved as is
+            bar.close()
+            return state
+        batch = next(batches)
+        state.tokens += int((batch.tgt_out != model.config.pad_id).sum())
+        lr = noam_lr(state.step + 1, model.config.d_model, settings.warmup,
+                     settings.lr_factor)
+        t = time.perf_counter()
+        terms = step(model, batch.to(device), optimizer, lr, settings, forward, scaler)
+        state.scaler = scaler.state_dict() if scaler.is_enabled() else None
+        _record(state, terms, lr, time.perf_counter() - t)
+        state.seconds = seconds0 + time.perf_counter() - start
+        tok_s = (state.tokens - tokens0) / (state.seconds - seconds0)
+        bar.update()
+        bar.set_postfix(loss=f"{state.train_log[-1][1]:.3f}", lr=f"{lr:.2e}",
+                        tok_s=f"{tok_s:,.0f}")
+        _evaluate_and_keep(model, state, settings, valid_batches, log, tok_s)
+        if on_checkpoint and (
+            state.step % settings.checkpoint_every == 0
+            or state.seconds - saved_at >= 60 * settings.checkpoint_minutes
+        ):
+            on_checkpoint(state)
+            saved_at = state.seconds
+    bar.close()
+    return finish_run(model, state, settings, valid_batches) if finish else state
+
 # %% ../nbs/13_training.ipynb #d647c8b8
 def _budget_spent(state: TrainState, settings: TrainSettings) -> bool:
     steps_done = settings.max_steps is not None and state.step >= settings.max_steps
@@ -352,66 +415,3 @@ def _evaluate_and_keep(
         state.snapshots = (state.snapshots + [(state.step, snapshot(model))])[
             -settings.average_last :
         ]
-
-# %% ../nbs/13_training.ipynb #81c4176e
-def fit(
-    model: Transformer,
-    optimizer: torch.optim.Optimizer,
-    train: Sequence[EncodedPair],
-    valid: Sequence[EncodedPair],
-    settings: TrainSettings,
-    state: TrainState | None = None,
-    *,
-    progress: bool = True,
-    log: Callable[[str], None] | None = tqdm.write,
-    on_checkpoint: Callable[[TrainState], None] | None = None,
-    stop: Callable[[], bool] | None = None,
-    finish: bool = True,
-    shard: tuple[int, int] = (0, 1),
-    parallel: Callable[[nn.Module], nn.Module] | None = None,
-    step: Callable[..., LossTerms] = train_step,
-) -> TrainState:
-    """Train until the budget is spent or stop() is true; return the state (finish_run's
-    copy if finish). shard and parallel: data parallelism (chapter 19); step:
-    train_step or a function with its arguments (chapter 24's)."""
-    if not train or not valid:
-        raise ValueError(f"fit needs training and validation pairs, got {len(train)} "
-                         f"and {len(valid)}")
-    state, device = state or TrainState(), next(model.parameters()).device
-    attention_policy(device)
-    forward = _forward_for(model, settings, parallel)
-    valid_batches = [b.to(device) for b in make_batches(valid, settings.max_tokens, 0)]
-    batches = batch_stream(train, settings.max_tokens, settings.seed, state, shard)
-    scaler = make_scaler(device, settings)
-    if state.scaler:
-        scaler.load_state_dict(state.scaler)
-    bar = _progress_bar(progress, settings, state)
-    start, seconds0, tokens0 = time.perf_counter(), state.seconds, state.tokens
-    saved_at = state.seconds  # on_checkpoint every checkpoint_every steps or minutes
-    model.train()
-    while not _budget_spent(state, settings):
-        if stop is not None and stop():  # between steps: the state can be saved as is
-            bar.close()
-            return state
-        batch = next(batches)
-        state.tokens += int((batch.tgt_out != model.config.pad_id).sum())
-        lr = noam_lr(state.step + 1, model.config.d_model, settings.warmup,
-                     settings.lr_factor)
-        t = time.perf_counter()
-        terms = step(model, batch.to(device), optimizer, lr, settings, forward, scaler)
-        state.scaler = scaler.state_dict() if scaler.is_enabled() else None
-        _record(state, terms, lr, time.perf_counter() - t)
-        state.seconds = seconds0 + time.perf_counter() - start
-        tok_s = (state.tokens - tokens0) / (state.seconds - seconds0)
-        bar.update()
-        bar.set_postfix(loss=f"{state.train_log[-1][1]:.3f}", lr=f"{lr:.2e}",
-                        tok_s=f"{tok_s:,.0f}")
-        _evaluate_and_keep(model, state, settings, valid_batches, log, tok_s)
-        if on_checkpoint and (
-            state.step % settings.checkpoint_every == 0
-            or state.seconds - saved_at >= 60 * settings.checkpoint_minutes
-        ):
-            on_checkpoint(state)
-            saved_at = state.seconds
-    bar.close()
-    return finish_run(model, state, settings, valid_batches) if finish else state
