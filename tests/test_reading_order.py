@@ -15,7 +15,6 @@ IMPORT = re.compile(r"^\s*(?:from\s+transformer_lit\.([\w.]+)\s+import|"
                     r"from\s+transformer_lit\s+import\s+([\w, ]+))", re.M)
 # chapter -> the modules it imports that a later chapter exports: the work left
 LATER = {
-    "11_corpus": {"pretrained"},
     "13_training": {"checkpoints", "inference", "pretrained", "scoring"},
     # the shipped model loads through chapter 18's checkpoint functions, which moved to the
     # Engineering part with the renumbering: to split off, or to move into a Deeper section
