@@ -119,7 +119,7 @@ SETUP_DIFFERENCES = [
     "both return 1 + n tokens (asserted). Every beam is computed every step on both sides regardless.",
     "Decoding: Marian runs generate() with its default DynamicCache and logits processors, ours the "
     "package's KVCache and its fast step (greedy_decode / beam_search with step=fast_decoder(...), the command line's route; "
-    "FastDecoder, chapter 17); attention on both sides goes through "
+    "FastDecoder, chapter 16); attention on both sides goes through "
     "F.scaled_dot_product_attention (Marian's attn_implementation is recorded).",
     "Products when decoding: from 4 rows a step (greedy at batch 32, beam 4 at batch 1) ours "
     "multiplies by weights that FastDecoder reorders once per call into oneDNN's blocked layout "

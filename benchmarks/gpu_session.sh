@@ -9,7 +9,7 @@
 # 1. the benchmarks, alone on the GPU: MFU of a base-model training step (bench_mfu.py), then
 #    the base model's decoding latency at batch 1 against its bandwidth floor (bench_decode.py);
 # 2. then, side by side: the base model trained on every pairing and scored on the test books
-#    (translation_run.py), and chapters 09, 13, 14, 17 and 24 run as a reader runs them, from
+#    (translation_run.py), and chapters 09, 13, 14, 16 and 23 run as a reader runs them, from
 #    the package's wheel in a fresh virtual environment (tools/run_as_script.py): in bf16,
 #    then 13 and 17 again on the float16 path that a T4 takes. Chapter 13's GPU budget is cut
 #    to a few hundred steps: the training run above is the long one.
@@ -102,13 +102,13 @@ else
   chapter 09_transformer 90
   chapter 13_training 300 --gpu-steps 300
   chapter 14_pretrained 90
-  chapter 17_inference 200
-  chapter 24_speed 200
+  chapter 16_inference 200
+  chapter 23_speed 200
 ) &
 (
   own_cache
   chapter 13_training 300 --gpu-steps 200 --float16
-  chapter 17_inference 200 --float16
+  chapter 16_inference 200 --float16
 ) &
 fi
 wait

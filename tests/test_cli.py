@@ -280,8 +280,33 @@ def test_translate_beam_larger_than_the_vocabulary(checkpoint, capsys):
                           "--beam")
 
 
+def test_the_subcommands_alone_take_the_plain_routes():
+    """Chapters 21 and 22's subcommands on their own train with chapter 13's train_step and
+    decode with the plain cached step; main's parser (chapter 28) gives them chapter 23's."""
+    import argparse
+
+    from transformer_lit.cli.train import add_train_command
+    from transformer_lit.cli.translate import add_translate_command
+    from transformer_lit.fast import fast_decoder, fast_train_step
+    from transformer_lit.model import Transformer, TransformerConfig
+    from transformer_lit.training import train_step
+
+    model = Transformer(TransformerConfig(src_vocab_size=40, tgt_vocab_size=40, d_model=16,
+                                          n_heads=2, d_ff=32, n_layers=1)).eval()
+    parser = argparse.ArgumentParser()
+    commands = parser.add_subparsers(dest="command")
+    add_train_command(commands)
+    add_translate_command(commands)
+    train = ["train", "--out", "x", "--steps", "1"]
+    for parsed, step, decoder in ((parser, train_step, None),
+                                  (cli.build_parser(), fast_train_step, fast_decoder)):
+        args = parsed.parse_args(train)
+        assert args.step_for(model) is step and args.decoder_for(model) is decoder
+        assert parsed.parse_args(["translate", "Hi."]).decoder_for(model) is decoder
+
+
 def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, monkeypatch):
-    "train's every step goes through chapter 24's fast loss, translate through fast_step."
+    "train's every step goes through chapter 23's fast loss, translate through fast_step."
     import transformer_lit.fast as fast
     calls = {"fast_loss": 0, "fast_step": 0}
 

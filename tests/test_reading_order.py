@@ -18,11 +18,7 @@ LATER = {
     "13_training": {"checkpoints", "inference", "pretrained", "scoring"},
     # the shipped model loads through chapter 18's checkpoint functions, which moved to the
     # Engineering part with the renumbering: to split off, or to move into a Deeper section
-    "14_pretrained": {"analysis", "checkpoints", "inference", "scoring"},
-    "16_analysis": {"inference"},
-    "21_cli_train": {"fast"},
-    "22_cli_translate": {"fast"},
-    "23_cli": {"cli.export"},
+    "14_pretrained": {"checkpoints", "inference", "scoring"},
 }
 # the overview runs the finished model before the chapters build it, by design: it is the
 # tour of what they will build

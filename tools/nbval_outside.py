@@ -54,8 +54,8 @@ QUICK_TAG = "quick-ignore-output"
 # The notebooks that take longest under nbval, slowest first (measured on a 2-core machine,
 # quick switch on, one thread per kernel: 119, 69, 53, 45, 34, 27, 26, 24 s): started
 # first, they do not leave one worker running alone at the end.
-SLOW = ("13_training", "23_cli", "24_speed", "17_inference", "12_data", "16_analysis",
-        "11_corpus", "26_huggingface", "27_argos", "09_transformer")
+SLOW = ("13_training", "28_cli", "23_speed", "16_inference", "12_data", "17_analysis",
+        "11_corpus", "25_huggingface", "26_argos", "09_transformer")
 GROUP = 4  # the other notebooks, this many to one pytest run
 
 

@@ -121,7 +121,7 @@ def train_step(
 ) -> LossTerms:
     """One update on batch (src (B, S), tgt_in/tgt_out (B, T)) at learning rate lr;
     the detached LossTerms. forward: a wrapper (DDP, compiled) called as the model is;
-    loss: the terms computed another way (chapter 24), not with forward."""
+    loss: the terms computed another way (chapter 23), not with forward."""
     if loss is not None and forward is not None:
         raise ValueError("loss computes the terms without forward: give one, not both")
     for group in optimizer.param_groups:
@@ -273,7 +273,7 @@ def fit(
 ) -> TrainState:
     """Train until the budget is spent or stop() is true; return the state (finish_run's
     copy if finish). shard and parallel: data parallelism (chapter 19); step:
-    train_step or a function with its arguments (chapter 24's)."""
+    train_step or a function with its arguments (chapter 23's)."""
     if not train or not valid:
         raise ValueError(f"fit needs training and validation pairs, got {len(train)} "
                          f"and {len(valid)}")

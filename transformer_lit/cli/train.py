@@ -34,7 +34,6 @@ from transformer_lit.data import (
     SPECIAL_PIECES, encode_pairs, make_batches, reference_set, split_by_book,
     train_tokenizer,
 )
-from ..fast import decoder_for, training_step_for
 from ..inference import OutputTruncatedWarning, translate
 from ..model import Transformer
 from transformer_lit.recipe import (
@@ -53,8 +52,15 @@ from transformer_lit.training import (
 __all__ = ['SEED_LIMIT', 'add_train_command', 'check_train_options', 'checked_state', 'load_optimizer', 'run_train']
 
 # %% ../../nbs/21_cli_train.ipynb #4a1673fe
-def add_train_command(commands: argparse._SubParsersAction) -> None:
-    "The `train` subcommand and its options."
+def add_train_command(
+    commands: argparse._SubParsersAction,
+    step_for: Callable[[Transformer], Callable] | None = None,
+    decoder_for: Callable[[Transformer], Callable | None] | None = None,
+) -> None:
+    """The `train` subcommand and its options. step_for(model) gives the training step
+    and decoder_for(model) the decoder that scores the averaged model at the end; left
+    out, they are chapter 13's train_step and chapter 16's plain cached step (chapter 28
+    passes chapter 23's faster ones)."""
     p = commands.add_parser(
         "train",
         help="train a model on the English-French Bible verses",
@@ -122,7 +128,8 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--quiet", action="store_true", help="no progress bar and no validation lines"
     )
-    p.set_defaults(handler=run_train)
+    p.set_defaults(handler=run_train, step_for=step_for or (lambda model: train_step),
+                   decoder_for=decoder_for or (lambda model: None))
 
 # %% ../../nbs/21_cli_train.ipynb #b8a427b4
 SEED_LIMIT = 2**63  # seeds are stored as 64-bit integers
@@ -164,14 +171,8 @@ def _settings_from_args(
     overrides from args."""
     if args.steps is None and args.minutes is None:
         raise CliError("give a budget: --steps N, --minutes M, or both")
-    given = {
-        "max_tokens": args.max_tokens,
-        "warmup": args.warmup,
-        "lr_factor": args.lr_factor,
-        "label_smoothing": args.label_smoothing,
-        "checkpoint_every": args.checkpoint_every,
-    }
-    overrides = {k: v for k, v in given.items() if v is not None}
+    given = ("max_tokens", "warmup", "lr_factor", "label_smoothing", "checkpoint_every")
+    overrides = {k: getattr(args, k) for k in given if getattr(args, k) is not None}
     overrides.update(
         max_steps=args.steps, max_minutes=args.minutes, compile=args.compile
     )
@@ -435,9 +436,10 @@ def _train(
             finish=False,
             shard=(world.rank, world.size),
             parallel=lambda m: data_parallel(m, world),
-            # chapter 24's step, unless a wrapper (DDP, compile) needs the plain one
+            # the step add_train_command was given, unless a wrapper (DDP, compile)
+            # needs the plain one
             step=train_step if world.size > 1 or settings.compile
-            else training_step_for(model),
+            else args.step_for(model),
         )
         save(state)  # a signal during the save only adds to `signals`
     # the weights are no longer finite: keep the last good save
@@ -565,7 +567,7 @@ def _finish(args, model, tokenizer, settings, state, valid, device, saved) -> No
         with warnings.catch_warnings(record=True) as caught:  # counted, not printed
             warnings.simplefilter("always", OutputTruncatedWarning)
             hypotheses = translate(
-                averaged, tokenizer, sources, decoder=decoder_for(averaged)
+                averaged, tokenizer, sources, decoder=args.decoder_for(averaged)
             )
         record["valid_scores"] = {
             "sentences": len(keep),

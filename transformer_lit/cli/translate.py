@@ -21,7 +21,6 @@ from ..data import SubwordTokenizer
 from transformer_lit.inference import (
     InputTruncatedWarning, OutputTruncatedWarning, translate,
 )
-from ..fast import decoder_for
 from ..model import Transformer
 
 # %% auto #0
@@ -34,9 +33,9 @@ TranslateFn = Callable[[Transformer, SubwordTokenizer, list[str]], list[str]]
 
 
 def add_decoding_options(p: argparse.ArgumentParser) -> None:
-    "Options that choose how translations are searched for (chapter 17)."
+    "Options that choose how translations are searched for (chapter 16)."
     group = p.add_argument_group(
-        "decoding", "greedy search or beam search, with chapter 17's key/value cache"
+        "decoding", "greedy search or beam search, with chapter 16's key/value cache"
     )
     group.add_argument(
         "--beam",
@@ -86,18 +85,23 @@ def translator_from_args(args: argparse.Namespace) -> TranslateFn:
         not args.no_cache,
         args.batch_size,
         args.length_penalty,
-        decoder=decoder_for(model),  # chapter 24's faster decoder, the same tokens
+        decoder=args.decoder_for(model),  # add_translate_command's: same tokens
     )
 
 # %% ../../nbs/22_cli_translate.ipynb #c51a6ab0
-def add_translate_command(commands: argparse._SubParsersAction) -> None:
-    "The `translate` subcommand and its options."
+def add_translate_command(
+    commands: argparse._SubParsersAction,
+    decoder_for: Callable[[Transformer], Callable | None] | None = None,
+) -> None:
+    """The `translate` subcommand and its options. decoder_for(model) gives the decoder
+    for translate(..., decoder=...); left out, chapter 16's plain cached step (chapter
+    28 passes chapter 23's faster one, which writes the same tokens)."""
     p = commands.add_parser(
         "translate",
         help="translate English sentences into French",
         description="Translate English sentences into French with the model shipped in "
         "the package (chapter 14), or with a model.pt written by "
-            "`transformer-lit train`. "
+        "`transformer-lit train`. "
         "One translation per line.",
     )
     p.add_argument(
@@ -105,12 +109,14 @@ def add_translate_command(commands: argparse._SubParsersAction) -> None:
         nargs="*",
         metavar="SENTENCE",
         help="sentences to translate; without any, read one per line from standard "
-            "input",
+        "input",
     )
     add_checkpoint_option(p)
     add_device_options(p)
     add_decoding_options(p)
-    p.set_defaults(handler=run_translate)
+    p.set_defaults(
+        handler=run_translate, decoder_for=decoder_for or (lambda model: None)
+    )
 
 # %% ../../nbs/22_cli_translate.ipynb #29a1d826
 def _sentences(args: argparse.Namespace) -> Iterator[tuple[int, str]]:
