@@ -52,10 +52,10 @@ BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", PACKAGE)
 QUICK_ENV = "TRANSFORMER_LIT_QUICK"
 QUICK_TAG = "quick-ignore-output"
 # The notebooks that take longest under nbval, slowest first (measured on a 2-core machine,
-# quick switch on, one thread per kernel: 119, 69, 53, 45, 34, 27, 26, 24 s): started
+# quick switch on, one thread per kernel: 85, 42, 41, 35, 32, 27, 26, 22, 22, 21 s): started
 # first, they do not leave one worker running alone at the end.
-SLOW = ("13_training", "28_cli", "23_speed", "16_inference", "12_data", "17_analysis",
-        "11_corpus", "25_huggingface", "26_argos", "09_transformer")
+SLOW = ("13_training", "16_inference", "23_speed", "12_data", "28_cli", "09_transformer",
+        "17_analysis", "11_corpus", "26_argos", "25_huggingface")
 GROUP = 4  # the other notebooks, this many to one pytest run
 
 
