@@ -124,7 +124,9 @@ SETUP_DIFFERENCES = [
     "Products when decoding: from 4 rows a step (greedy at batch 32, beam 4 at batch 1) ours "
     "multiplies by weights that FastDecoder reorders once per call into oneDNN's blocked layout "
     "(torch.ops.mkldnn._reorder_linear_weight / _linear_pointwise, float32, the same sums in "
-    "another order; recorded per case as ours_onednn); at 1 row, and on Marian's side always, "
+    "another order) where this machine's measurement found oneDNN faster: for the layers' "
+    "products (recorded per case as ours_onednn) and, measured on its own, for the wide output "
+    "projection (ours_onednn_logits); otherwise, at 1 row, and on Marian's side always, "
     "the products are torch's addmm/mm on nn.Linear weights.",
     "Training, ours: the package's own train_step, which runs the output projection (and the loss) "
     "on the positions that hold a target token only, and every position-wise layer (projections, "
@@ -321,6 +323,7 @@ def run_decoding(case: Case, ours: Transformer, marian: nn.Module, repeats: int,
     src = torch.randint(3, ours.config.src_vocab_size, (case.batch, case.src_len), generator=g)
     n, row = case.new_tokens, {**asdict(case)}
     row["ours_onednn"] = use_onednn(ours, case.batch * case.beam)
+    row["ours_onednn_logits"] = use_onednn(ours, case.batch * case.beam, "logits")
     if case.kind == "greedy":
         fns = {"ours": lambda: greedy_decode(ours, src, n, BOS, step=fast_decoder(ours, src.shape[0])),
                "marian": marian_generate(marian, src, n)}

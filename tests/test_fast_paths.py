@@ -4,6 +4,7 @@ train_step's projection of the target positions only against the full logits, an
 packed_decoder_states (the position-wise layers on real tokens only) against decoder_states."""
 
 import warnings
+from functools import partial
 
 import pytest
 import torch
@@ -83,6 +84,24 @@ def test_beam_fast_equals_explicit(config, beam):
     explicit = beam_search(model, src, beam, budgets, bos_id=1, eos_id=2)
     assert len(fast) == len(explicit) == 4
     assert all(torch.equal(a, b) for a, b in zip(fast, explicit))
+
+
+@NO_ONEDNN
+@pytest.mark.parametrize("faster", ["decode", "logits"])
+def test_the_output_projection_is_measured_on_its_own(monkeypatch, faster):
+    """The wide output projection takes oneDNN where its own measurement ('logits') says
+    so, the layers where theirs ('decode') does; onednn=True/False sets both."""
+    import transformer_lit.fast as fast_module
+    monkeypatch.setattr(fast_module, "onednn_measured_faster", lambda kind: kind == faster)
+    model, src = model_and_source(0)
+    fd = FastDecoder(model, rows=8)
+    assert (fd.onednn, fd.project.onednn) == (faster == "decode", faster == "logits")
+    for forced in (False, True):
+        fd = FastDecoder(model, rows=8, onednn=forced)
+        assert fd.onednn == fd.project.onednn == forced
+    step = partial(fast_step, FastDecoder(model, rows=src.shape[0]))
+    fast = greedy_decode(model, src, 12, bos_id=1, step=step)
+    assert torch.equal(fast, greedy_decode(model, src, 12, bos_id=1))
 
 
 @NO_ONEDNN

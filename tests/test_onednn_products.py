@@ -237,7 +237,7 @@ def test_measured_once_per_machine_and_kept(tmp_path, monkeypatch, plain, onednn
         assert measured == ["train"]
         kept = json.loads((tmp_path / fast.MEASURED_FILE).read_text())
         assert kept[fast._cpu_key()]["train"] == {"plain": plain, "onednn": onednn}
-        with pytest.raises(ValueError, match="kind must be 'train' or 'decode'"):
+        with pytest.raises(ValueError, match="kind must be 'train', 'decode' or 'logits'"):
             fast.onednn_measured_faster("other")
     finally:
         fast.onednn_measured_faster.cache_clear()
@@ -255,10 +255,10 @@ def test_a_damaged_or_unwritable_record_is_measured_again(tmp_path, monkeypatch)
         fast.onednn_measured_faster.cache_clear()
 
 
-def test_the_real_measurement_runs_both_kinds():
-    "On this machine: both kinds time both ways, in positive seconds, threads put back."
+def test_the_real_measurement_runs_every_kind():
+    "On this machine: every kind times both ways, in positive seconds, threads put back."
     threads = torch.get_num_threads()
-    for kind in ("train", "decode"):
+    for kind in ("train", "decode", "logits"):
         if not fast.onednn_available():
             pytest.skip("no oneDNN in this PyTorch")
         times = fast._time_products(kind)

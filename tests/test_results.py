@@ -114,6 +114,8 @@ def test_peers_benchmark_records_what_ran_and_where():
     assert {"vendor", "family", "model", "capability", "L2", "L3"} <= set(run["cpu"])
     for case in run["cases"]:
         assert isinstance(case["ours_onednn"], bool)
+        if case["kind"] != "train":   # the output projection's own measurement
+            assert isinstance(case["ours_onednn_logits"], bool)
         ratio = case["median_seconds"]["ours"] / case["median_seconds"]["marian"]
         assert math.isclose(ratio, case["ratio_ours_to_marian"], rel_tol=1e-9)
     trains = [c for c in run["cases"] if c["kind"] == "train"]

@@ -18,10 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer_lit.attention import (
-    MultiHeadAttention,
-    fused_attention,
-    merge_heads,
-    split_heads,
+    MultiHeadAttention, fused_attention, merge_heads, split_heads,
 )
 from .checkpoints import cpu_details
 from .corpus import CorpusError, cache_dir
@@ -205,18 +202,21 @@ def _seconds(*fns: Callable[[], object], repeats: int = 7) -> list[float]:
 # %% ../nbs/23_speed.ipynb #4e3cc8e2
 def _time_products(kind: str) -> dict[str, float]:
     """Seconds of one typical product by F.linear / addmm and by oneDNN on one thread:
-    kind 'train' (forward and backward, 1,024 rows) or 'decode' (32 rows, reordered)."""
+    kind 'train' (forward and backward, 1,024 rows), 'decode' (32 rows, reordered) or
+    'logits' (the same for an output projection, 256 -> 8,000, without bias)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         g = torch.Generator().manual_seed(0)
-        w = torch.randn(1024, 256, generator=g, requires_grad=kind == "train")
+        out = 8000 if kind == "logits" else 1024
+        w = torch.randn(out, 256, generator=g, requires_grad=kind == "train")
         if kind == "train":
             x = torch.randn(1024, 256, generator=g, requires_grad=True)
             dy = torch.randn(1024, 1024, generator=g)
             run = lambda onednn: linear(x, w, None, onednn).backward(dy)
         else:
-            x, b = torch.randn(32, 256, generator=g), torch.zeros(1024)
+            x = torch.randn(32, 256, generator=g)
+            b = None if kind == "logits" else torch.zeros(out)
             packed = {k: _pack(w, b, 32, k) for k in (False, True)}
             run = lambda onednn: _affine(packed[onednn], x)
         plain, onednn = _seconds(lambda: run(False), lambda: run(True))
@@ -242,9 +242,9 @@ def _measured_times(times: object) -> bool:
 @cache
 def onednn_measured_faster(kind: str) -> bool:
     """Whether oneDNN's products took at most 0.9 of the plain ones' time on this CPU
-    (kind 'train' or 'decode'): measured once per CPU and PyTorch, kept in the cache."""
-    if kind not in ("train", "decode"):
-        raise ValueError(f"kind must be 'train' or 'decode', got {kind!r}")
+    (kind 'train', 'decode' or 'logits'): measured once per CPU and PyTorch, cached."""
+    if kind not in ("train", "decode", "logits"):
+        raise ValueError(f"kind must be 'train', 'decode' or 'logits', got {kind!r}")
     if not onednn_available():
         return False
     key = _cpu_key()
@@ -393,14 +393,8 @@ def packed_decoder_states(
             packed_attention, layer.self_attn, at=tgt_at, mask=causal, onednn=onednn
         )
         y = layer.self_res(y, attend)
-        cross = partial(
-            packed_attention,
-            layer.cross_attn,
-            at=tgt_at,
-            mask=src_mask,
-            memory=memory,
-            onednn=onednn,
-        )
+        cross = partial(packed_attention, layer.cross_attn, at=tgt_at, mask=src_mask,
+                        memory=memory, onednn=onednn)
         y = layer.cross_res(y, cross)
         y = layer.ffn_res(y, partial(ffn, layer.ffn))
     y = model.decoder.norm(y)  # (N_tgt, D)
@@ -481,9 +475,10 @@ def _packed(*linears: nn.Linear, rows: int, onednn: bool) -> Affine:
 ONEDNN_MIN_ROWS = 4
 
 
-def use_onednn(model: Transformer, rows: int) -> bool:
+def use_onednn(model: Transformer, rows: int, kind: str = "decode") -> bool:
     """Whether FastDecoder should multiply by oneDNN's prepacked matrices: from 4 rows a
-    step, float32 on a CPU with oneDNN, no autocast, and measured faster here."""
+    step, float32 on a CPU with oneDNN, no autocast, and measured faster here (kind
+    'decode': the layers' products; 'logits': the output projection)."""
     p = next(model.parameters())
     return (
         rows >= ONEDNN_MIN_ROWS
@@ -492,7 +487,7 @@ def use_onednn(model: Transformer, rows: int) -> bool:
         and torch.backends.mkldnn.is_available()
         and hasattr(torch.ops.mkldnn, "_linear_pointwise")
         and not torch.is_autocast_enabled("cpu")
-        and onednn_measured_faster("decode")
+        and onednn_measured_faster(kind)
     )
 
 
@@ -521,8 +516,10 @@ class FastDecoder:
                 _packed(ca.out_proj, **pack), _packed(ffn.linear1, **pack),
                 ffn.activation, _packed(ffn.linear2, **pack), norms,
             ))
-        # the output projection, D -> V: the shared embedding matrix, no bias
-        self.project = _pack(model.tgt_embed.weight, None, **pack)
+        # the output projection, D -> V: the shared embedding matrix, no bias; its
+        # kernel measured on its own (V is wide: oneDNN can win here and not above)
+        wide = use_onednn(model, rows, "logits") if onednn is None else onednn
+        self.project = _pack(model.tgt_embed.weight, None, rows, wide)
         # the sinusoidal table, added directly (chapter 02's module checks and slices)
         self.pe = model.pos.pe if isinstance(model.pos, PositionalEncoding) else None
         # post-norm: none
