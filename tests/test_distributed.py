@@ -105,6 +105,15 @@ def test_torchrun_trains_the_cli_on_two_processes(cache, tmp_path, capsys):
                            timeout=300, env=env)
     assert again.returncode == 0, again.stderr[-3000:]
     assert load_checkpoint(out / "checkpoint.pt")["state"]["step"] == 6
-    minutes = subprocess.run(command + ["--minutes", "1", "--force"], capture_output=True, text=True,
-                             timeout=300, env=env)
-    assert minutes.returncode != 0 and "--minutes cannot be used with torchrun" in minutes.stderr
+
+
+def test_minutes_are_refused_before_the_processes_wait_for_each_other(tmp_path, capsys, monkeypatch):
+    """Rank 0 of two, started by hand with no peer: --minutes is refused at once, in one line,
+    before the rendezvous (which would wait for the missing rank) and before --out is made."""
+    for name, value in {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0",
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "run"
+    status, _, err = run(["train", *TINY, "--out", str(out), "--minutes", "1"], capsys)
+    assert status == 2 and "--minutes cannot be used with torchrun" in err and "Traceback" not in err
+    assert not out.exists()

@@ -41,7 +41,7 @@ from transformer_lit.recipe import (
 )
 from transformer_lit.runs import (
     RunFolderError, World, any_rank, check_run_folder, clear_run, data_parallel,
-    release_run_folder, start, stop, take_run_folder,
+    release_run_folder, start, stop, take_run_folder, world_from_env,
 )
 from ..scoring import corpus_scores
 from transformer_lit.training import (
@@ -158,6 +158,13 @@ def check_train_options(args: argparse.Namespace) -> None:
         raise CliError(f"--seed must be less than 2**63, got {args.seed}")
     if args.dropout is not None and not 0 <= args.dropout < 1:
         raise CliError(f"--dropout must lie in [0, 1), got {args.dropout}")
+    try:  # several processes: refused before they wait for each other
+        processes = world_from_env().size
+    except ValueError:  # run_train's start() names what is wrong with the variables
+        processes = 1
+    if processes > 1 and args.minutes is not None:
+        raise CliError("--minutes cannot be used with torchrun (the ranks could stop "
+                       "at different steps); give --steps")
 
 # %% ../../nbs/21_cli_train.ipynb #13eb2613
 # fixed once a run starts
@@ -360,11 +367,6 @@ def _saver(args, model, optimizer, tokenizer, settings, world, saved) -> Callabl
 def _prepare(args: argparse.Namespace, world: World, held: list) -> tuple:
     """Settings, splits, tokenizer, model, state and optimizer state of a fresh or
     resumed run; rank 0 locks --out first and appends (fd, created) to held."""
-    if world.size > 1 and args.minutes is not None:
-        raise CliError(
-            "--minutes cannot be used with torchrun (the ranks could stop at different "
-            "steps); give --steps"
-        )
     if not args.resume:
         args.preset = args.preset or "cpu"
         settings = _settings_from_args(args)  # refused before --out is touched
