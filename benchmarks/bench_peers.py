@@ -119,7 +119,7 @@ SETUP_DIFFERENCES = [
     "both return 1 + n tokens (asserted). Every beam is computed every step on both sides regardless.",
     "Decoding: Marian runs generate() with its default DynamicCache and logits processors, ours the "
     "package's KVCache and its fast step (greedy_decode / beam_search with step=fast_decoder(...), the command line's route; "
-    "FastDecoder, chapter 16); attention on both sides goes through "
+    "FastDecoder, chapter 15); attention on both sides goes through "
     "F.scaled_dot_product_attention (Marian's attn_implementation is recorded).",
     "Products when decoding: from 4 rows a step (greedy at batch 32, beam 4 at batch 1) ours "
     "multiplies by weights that FastDecoder reorders once per call into oneDNN's blocked layout "
@@ -131,16 +131,16 @@ SETUP_DIFFERENCES = [
     "Training, ours: the package's own train_step, which runs the output projection (and the loss) "
     "on the positions that hold a target token only, and every position-wise layer (projections, "
     "feed-forward, layer norms, dropout) on the source tokens that are not padding and on each target "
-    "row up to its last target token (packed_decoder_states, chapter 13: the attention alone sees the "
+    "row up to its last target token (packed_decoder_states, chapter 24: the attention alone sees the "
     "padded grid; same loss and gradients, asserted in the chapter and in tests/test_fast_paths.py); "
     "the peers compute every layer and the logits at every position of the padded grid, as their "
     "models' forward does. With no padding (train_step_full) there is nothing to skip. Ours computes the loss's gradient with respect to the logits "
-    "in closed form (SmoothedCrossEntropy, chapter 13; equal to autograd's, tests/test_training.py), "
+    "in closed form (SmoothedCrossEntropy, chapter 24; equal to autograd's, tests/test_training.py), "
     "the peers through autograd. Same loss (cross-entropy without smoothing, padding ignored), "
     "no clipping, the same Adam settings (ours fused, the peers torch's default), on all three.",
     "Products when training: where use_onednn_products says so (float32 on a CPU with AVX-512; "
     "recorded per case as ours_onednn), train_step computes every linear layer's product, forward "
-    "and both backward products, by oneDNN (OneDNNLinear, chapter 13: torch.ops.mkldnn."
+    "and both backward products, by oneDNN (OneDNNLinear, chapter 24: torch.ops.mkldnn."
     "_linear_pointwise, float32, rows rounded up to a multiple of 64 with zero rows); the peers' "
     "nn.Linear layers, and every other product on all three sides (attention's, through "
     "F.scaled_dot_product_attention), go through torch's mm/addmm/bmm, which PyTorch's CPU build "

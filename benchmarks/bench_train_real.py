@@ -4,7 +4,7 @@ products by oneDNN against F.linear (MKL), interleaved batch by batch on the sam
     python benchmarks/bench_train_real.py                  # presets cpu and small, 24 batches
     python benchmarks/bench_train_real.py --batches 8 --presets cpu
 
-Where chapter 23's bench_peers.py times one synthetic batch against other libraries, this
+Where chapter 24's bench_peers.py times one synthetic batch against other libraries, this
 measures what a real run gains: target tokens per second of training steps, both ways, on the
 first batches of an epoch of the training books (the shipped model's tokenizer encodes them).
 Both sides start from the same weights and take the same batches; each batch is timed once each

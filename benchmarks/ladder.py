@@ -1,9 +1,9 @@
-"""The ladder: from chapter 13's live run to the shipped model, one change at a time, measured
-on the validation books (never the test books). Chapter 13 and 15 show the results file.
+"""The ladder: from chapter 18's live run to the shipped model, one change at a time, measured
+on the validation books (never the test books). Chapter 18 shows the results file.
 
 Rungs 1-3 are trained here with the package's `fit`, on one thread, as `transformer-lit train`
 builds a run (a tokenizer trained on the training books of the run's versions, the preset's
-model seeded with 0, the preset's settings); rungs 4-6 are the shipped run (chapter 14), read
+model seeded with 0, the preset's settings); rungs 4-6 are the shipped run (chapter 17), read
 from the validation scores its record keeps (tools/export_pretrained.py measured them):
 
 1. the `cpu` preset on one pairing (WEB -> Louis Segond) for chapter 13's BOOK_CPU_STEPS steps;
@@ -52,7 +52,7 @@ from transformer_lit.training import fit, make_optimizer
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "results" / "ladder_cpu.json"
 NAMES = {
-    1: "cpu preset, one pairing (WEB -> LSG), chapter 13's budget",
+    1: "cpu preset, one pairing (WEB -> LSG), chapter 18's budget",
     2: "cpu preset, every pairing, same steps",
     3: "small preset, every pairing, same target tokens",
     4: "small preset, the shipped run's budget, last weights",

@@ -281,8 +281,8 @@ def test_translate_beam_larger_than_the_vocabulary(checkpoint, capsys):
 
 
 def test_the_subcommands_alone_take_the_plain_routes():
-    """Chapters 21 and 22's subcommands on their own train with chapter 13's train_step and
-    decode with the plain cached step; main's parser (chapter 28) gives them chapter 23's."""
+    """Chapters 22 and 23's subcommands on their own train with chapter 13's train_step and
+    decode with the plain cached step; main's parser (chapter 29) gives them chapter 24's."""
     import argparse
 
     from transformer_lit.cli.train import add_train_command
@@ -306,7 +306,7 @@ def test_the_subcommands_alone_take_the_plain_routes():
 
 
 def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, monkeypatch):
-    "train's every step goes through chapter 23's fast loss, translate through fast_step."
+    "train's every step goes through chapter 24's fast loss, translate through fast_step."
     import transformer_lit.fast as fast
     calls = {"fast_loss": 0, "fast_step": 0}
 

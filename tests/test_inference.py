@@ -189,7 +189,7 @@ FRENCH = ["Au commencement, Dieu créa les cieux et la terre.", "La terre était
 
 
 def test_translate_front_end():
-    "translate: greedy cached == chapter 13's uncached loop; beam with and without cache agree; input order kept."
+    "translate: greedy cached == chapter 09's uncached loop; beam with and without cache agree; input order kept."
     tokenizer = train_tokenizer(ENGLISH + FRENCH, vocab_size=90)
     torch.manual_seed(0)
     model = Transformer(TransformerConfig.tiny(tokenizer.vocab_size, tokenizer.vocab_size, share_embeddings=True)).eval()

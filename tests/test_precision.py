@@ -1,4 +1,4 @@
-"""The precision a device trains and decodes in (chapter 13): bf16 where the GPU has bf16 tensor
+"""The precision a device trains and decodes in (chapter 10): bf16 where the GPU has bf16 tensor
 cores, float16 with loss scaling on older GPUs such as Colab's T4, float32 on a CPU. No GPU needed:
 the device's compute capability is faked, and GradScaler's bookkeeping runs on the CPU."""
 from __future__ import annotations

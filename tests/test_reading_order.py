@@ -14,12 +14,7 @@ IMPORT = re.compile(r"^\s*(?:from\s+transformer_lit\.([\w.]+)\s+import|"
                     r"import\s+transformer_lit\.([\w.]+)|"
                     r"from\s+transformer_lit\s+import\s+([\w, ]+))", re.M)
 # chapter -> the modules it imports that a later chapter exports: the work left
-LATER = {
-    "13_training": {"checkpoints", "inference", "pretrained", "scoring"},
-    # the shipped model loads through chapter 18's checkpoint functions, which moved to the
-    # Engineering part with the renumbering: to split off, or to move into a Deeper section
-    "14_pretrained": {"checkpoints", "inference", "scoring"},
-}
+LATER: dict[str, set[str]] = {}
 # the overview runs the finished model before the chapters build it, by design: it is the
 # tour of what they will build
 TOUR = "00_overview"

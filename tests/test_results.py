@@ -50,7 +50,7 @@ def test_book_run_gpu_settings_are_the_grids_choice():
     preset, settings = book_run(torch.device("cuda"))
     assert chosen["settings"] == {"preset": preset, "max_tokens": settings.max_tokens,
                                   "warmup": settings.warmup}
-    assert chosen["vocab"] == 8000 and chosen["max_words"] == 0   # chapter 13's GPU vocabulary, every verse
+    assert chosen["vocab"] == 8000 and chosen["max_words"] == 0   # chapter 18's GPU vocabulary, every verse
     points = chosen["curve"][1:]
     assert max(points, key=lambda p: p["bleu"])["steps"] == settings.max_steps == BOOK_GPU_STEPS
     others = [run["curve"][-1] for name, run in grid.items() if name not in ("how", "small-all")]
@@ -63,7 +63,7 @@ def test_gpu_translation_run_numbers_are_complete():
     assert steps == sorted(steps) and steps[-1] == run["run"]["steps"]
     assert all(math.isfinite(v) for _, v in run["valid_log"])
     best_step = min(run["valid_log"], key=lambda sv: sv[1])[0]
-    assert best_step < steps[-1]   # validation stopped improving before the end (chapter 13)
+    assert best_step < steps[-1]   # validation stopped improving before the end (chapter 18)
     assert run["test_sentences"] == 547   # all the test pairs (Ruth, Daniel, 1 John)
     names = {"copy the source"} | {f"{w}, {s}" for w in ("averaged", "last")
                                    for s in ("greedy, no cache", "greedy, cached", "beam search (4), cached")}

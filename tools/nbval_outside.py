@@ -51,11 +51,13 @@ PACKAGE = "transformer_lit"
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", PACKAGE)
 QUICK_ENV = "TRANSFORMER_LIT_QUICK"
 QUICK_TAG = "quick-ignore-output"
-# The notebooks that take longest under nbval, slowest first (measured on a 2-core machine,
-# quick switch on, one thread per kernel: 85, 42, 41, 35, 32, 27, 26, 22, 22, 21 s): started
-# first, they do not leave one worker running alone at the end.
-SLOW = ("13_training", "16_inference", "23_speed", "12_data", "28_cli", "09_transformer",
-        "17_analysis", "11_corpus", "26_argos", "25_huggingface")
+# The notebooks that take longest under nbval, slowest first (2-core machine, quick switch on,
+# one thread per kernel; measured 2026-11-26: 18_your_model 68 s, 13_training 54 s,
+# 15_inference 34 s; the others from earlier runs): started first, they do not leave one
+# worker running alone at the end.
+SLOW = ("18_your_model", "13_training", "24_speed", "12_data", "29_cli", "15_inference",
+        "09_transformer", "19_analysis", "11_corpus", "27_argos", "26_huggingface",
+        "17_pretrained")
 GROUP = 4  # the other notebooks, this many to one pytest run
 
 
