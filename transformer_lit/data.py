@@ -141,14 +141,15 @@ def encode_pairs(
         raise ValueError(
             f"max_len must be at least 2 (one token plus BOS/EOS), got {max_len}"
         )
-    src, tgt = (
-        tokenizer.encode([p.en for p in pairs]),
-        tokenizer.encode([p.fr for p in pairs]),
-    )
+    # each distinct text once: with several versions, a verse's English text comes in
+    # one pair per French version, and its French in one per English version; the
+    # pairs that share a text share its list of ids (read, never changed in place)
+    texts = list(dict.fromkeys([p.en for p in pairs] + [p.fr for p in pairs]))
+    ids = dict(zip(texts, tokenizer.encode(texts)))
     kept = [
-        EncodedPair(i, s, t)
-        for i, (s, t) in enumerate(zip(src, tgt))
-        if max_len is None or max(len(s), len(t)) + 1 <= max_len
+        EncodedPair(i, ids[p.en], ids[p.fr])
+        for i, p in enumerate(pairs)
+        if max_len is None or max(len(ids[p.en]), len(ids[p.fr])) + 1 <= max_len
     ]
     return kept, len(pairs) - len(kept)
 
