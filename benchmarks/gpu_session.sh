@@ -15,7 +15,7 @@
 #    to a few hundred steps: the training run above is the long one.
 # Everything it measures is packed into $OUT/gpu.tgz (results/*.json, logs, chapters/*.json),
 # within SECONDS_LEFT seconds of its start (default 520), so that the tool's limit is not hit.
-# ONLY_CHAPTERS=1 runs the chapters alone; FULL_13=1 (with it) runs only chapter 18, in bf16
+# ONLY_CHAPTERS=1 runs the chapters alone; FULL_RUN=1 (with it) runs only chapter 18, in bf16
 # and in float16 side by side, each with its whole GPU budget (recipe.BOOK_GPU_STEPS; FP16_STEPS
 # cuts the float16 one).
 set -u
@@ -94,7 +94,7 @@ own_cache() {  # the float16 chain's cache: chapter 18's run folder would be the
   mkdir -p /tmp/tl-cache-fp16 && cp /tmp/tl-cache/bible-verses-v2.tsv* /tmp/tl-cache-fp16/
   export TRANSFORMER_LIT_CACHE=/tmp/tl-cache-fp16
 }
-if [[ -n "${FULL_13:-}" ]]; then  # chapter 18 alone at its whole GPU budget, bf16 and float16
+if [[ -n "${FULL_RUN:-}" ]]; then  # chapter 18 alone at its whole GPU budget, bf16 and float16
   ( chapter 18_your_model 450 ) &
   ( own_cache; chapter 18_your_model 450 ${FP16_STEPS:+--gpu-steps $FP16_STEPS} --float16 ) &
 else
