@@ -29,7 +29,8 @@ operators by self time).
 Each case times its functions in alternation (_common.interleaved_medians), prints the medians and
 ours / theirs, asserts that both sides wrote the same number of tokens, and the script writes
 transformer_lit/results/peers_<device>.json with the device, the 1-minute load average before and
-after, and how the setups differ. Goals (issue 15): decoding >= 1.5x faster than Marian greedy and
+after, and how the setups differ. Before measuring on another host, keep the last host's file as
+peers_cpu_<host>.json (git mv): chapter 24 prints every host's decoding ratios side by side. Goals (issue 15): decoding >= 1.5x faster than Marian greedy and
 >= 1.3x with beams; a training step <= 0.9x of Marian's and of nn.Transformer's time.
 
 --smoke runs every case once on a tiny model with a few tokens and writes nothing: a check that the

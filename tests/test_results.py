@@ -108,9 +108,12 @@ def test_cpu_decode_benchmark_meets_its_goal():
     assert row["speedup"] >= goal["min_speedup"] and run["goal"]["met"] is True
 
 
-def test_peers_benchmark_records_what_ran_and_where():
-    "Every case of peers_cpu.json says which products ours used and the host's processor."
-    run = load("peers_cpu.json")
+@pytest.mark.parametrize(
+    "name", ["peers_cpu.json"] + sorted(p.name for p in RESULTS.glob("peers_cpu_*.json")))
+def test_peers_benchmark_records_what_ran_and_where(name):
+    """Every case of each peers run (the latest, and those kept from other hosts) says which
+    products ours used and the host's processor."""
+    run = load(name)
     assert {"vendor", "family", "model", "capability", "L2", "L3"} <= set(run["cpu"])
     for case in run["cases"]:
         assert isinstance(case["ours_onednn"], bool)
@@ -134,3 +137,10 @@ def test_real_batch_training_benchmark_is_consistent():
         rate = r["target_tokens_per_second"]
         assert math.isclose(r["speedup_onednn"], rate["onednn"] / rate["f_linear"], rel_tol=1e-9)
         assert r["target_tokens"] > 0 and r["batches"] > 0
+
+
+def test_peers_runs_kept_beside_the_latest_come_from_other_hosts():
+    "A file kept as peers_cpu_<host>.json is another processor's run, not an older one's."
+    names = ["peers_cpu.json"] + sorted(p.name for p in RESULTS.glob("peers_cpu_*.json"))
+    hosts = [tuple(load(n)["cpu"][k] for k in ("vendor", "family", "model")) for n in names]
+    assert len(set(hosts)) == len(hosts), dict(zip(names, hosts))
