@@ -8,7 +8,9 @@ import sacrebleu
 from transformer_lit.analysis import (LENGTH_BAND, failure_modes, length_ratio, load_modern_pairs,
                                       merge_names, modern_path, name_dictionary, name_errors,
                                       repeated_ngrams, tokens, untranslated_words, vocabulary)
-from transformer_lit.scoring import bleu, corpus_scores, like_for_like, reference_scores
+from transformer_lit.corpus import Verse
+from transformer_lit.scoring import (bleu, corpus_scores, like_for_like, reference_scores,
+                                     translated_verses)
 
 LSG = ["Le roi dit à Daniel: Ton Dieu est le Dieu des dieux.",
        "Et Naomi dit à Ruth: Va, ma fille.",
@@ -213,3 +215,18 @@ def test_the_plain_loop_writes_what_the_cached_greedy_loop_writes():
     model, tokenizer = load_pretrained()
     sentences = ["We love Him.", "Where is the train station?", "The king said to Daniel."]
     assert translate(model, tokenizer, sentences, use_cache=False) == translate(model, tokenizer, sentences)
+
+
+def test_translated_verses_reads_back_the_recorded_verses_and_refuses_others():
+    "The verses with the source and every reference, in order; any other set is refused."
+    record = {"source": "w", "references": ["l", "5"],
+              "sets": {"test": {"keys": ["1:1:1", "1:1:3"]}}}
+    verses = [Verse(1, 1, 1, {"w": "a", "l": "b", "5": "c"}),
+              Verse(1, 1, 2, {"w": "x", "l": "y"}),            # no Darby: not translated
+              Verse(1, 1, 3, {"w": "d", "l": "e", "5": "f"})]
+    kept, sources, references = translated_verses(record, "test", verses)
+    assert [v.verse for v in kept] == [1, 3] and sources == ["a", "d"]
+    assert references == {"l": ["b", "e"], "5": ["c", "f"]}
+    for wrong in (verses[:1], verses[::-1]):                   # one missing; another order
+        with pytest.raises(ValueError, match=r"^verses: not the test verses the record"):
+            translated_verses(record, "test", wrong)
