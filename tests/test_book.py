@@ -105,6 +105,11 @@ def test_page(browser, server, settings, doc):
             "() => [...document.querySelectorAll('article img')]"
             ".filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
         assert not broken, f"images that did not load on {doc}: {broken}"
+        cut = page.evaluate(  # printed output wider than its box: its end hidden sideways
+            "() => [...document.querySelectorAll('article .cell_output pre')]"
+            ".filter(p => p.scrollWidth > p.clientWidth + 1)"
+            ".map(p => p.innerText.split('\\n').find(l => l.length > 80) || '')")
+        assert not cut, f"{doc}: cell output cut at the column's edge: {cut[:3]}"
         paragraphs = page.eval_on_selector_all("article p", "ps => ps.map(p => p.innerText)")
         assert not tables_as_text(paragraphs), (
             f"{doc}: a markdown table rendered as text: {tables_as_text(paragraphs)}")

@@ -62,3 +62,22 @@ def test_stream_outputs_come_in_one_box(path):
         if any(a is not None and a == b for a, b in zip(kinds, kinds[1:])):
             split.append(f"cell {k}")
     assert not split, f"{path.name}: consecutive stream outputs in {split}"
+
+
+def test_a_rewrapped_comment_leaves_no_line_holding_a_word_or_two():
+    """tools/fit_page.py: what overflows a long comment line goes to the front of the next
+    line of the same comment; the result fits, reads in the same order, and is stable."""
+    import sys
+    sys.path.insert(0, str(ROOT / "tools"))
+    from fit_page import wrap_comments
+
+    words = [f"w{i}" for i in range(40)]
+    src = ("    # " + " ".join(words[:30]) + "\n    # " + " ".join(words[30:]) + "\n"
+           "    #| not-a-comment " + "x" * 90 + "\nx = 1")
+    out = wrap_comments(src)
+    lines = out.split("\n")
+    comment = [line for line in lines if line.lstrip().startswith("# ")]
+    assert all(len(line) <= WIDTH for line in comment)
+    assert [w for line in comment for w in line.split()[1:]] == words   # same words, in order
+    assert len(comment) == 2 and len(comment[-1]) > 20                 # no orphan line
+    assert lines[-2].startswith("    #| not-a-comment") and wrap_comments(out) == out

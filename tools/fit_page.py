@@ -157,18 +157,41 @@ def split_long_strings(src: str) -> str:
     return "\n".join(lines)
 
 
+def _comment(line: str) -> tuple[str, str] | None:
+    "(indent, text) of a full-line comment that may be re-wrapped; None for code or `#|`."
+    body = line.lstrip()
+    if not body.startswith("# ") or body.startswith("#|"):
+        return None
+    return line[: len(line) - len(body)], body[2:]
+
+
 def wrap_comments(src: str) -> str:
-    """Step 3: re-wrap full-line comments longer than the page (never `#|` directives)."""
-    out = []
-    for line in src.split("\n"):
-        body = line.lstrip()
-        if len(line) > WIDTH and body.startswith("# ") and not body.startswith("#|"):
-            indent = line[: len(line) - len(body)]
-            out += textwrap.wrap(body[2:], WIDTH - len(indent) - 2,
-                                 initial_indent=indent + "# ", subsequent_indent=indent + "# ",
-                                 break_long_words=False, break_on_hyphens=False)
-        else:
+    """Step 3: re-wrap full-line comments longer than the page (never `#|` directives).
+    What overflows goes to the front of the next line when that line continues the same
+    comment (same indent), so that no line is left holding a word or two."""
+    lines, out, carry = src.split("\n"), [], None   # carry: (indent, words) for the next line
+    for k, line in enumerate(lines):
+        here = _comment(line)
+        if carry and here and here[0] == carry[0]:
+            line, here = f"{here[0]}# {carry[1]} {here[1]}", (here[0], f"{carry[1]} {here[1]}")
+        elif carry:
+            out.append(f"{carry[0]}# {carry[1]}")
+        carry = None
+        if here is None or len(line) <= WIDTH:
             out.append(line)
+            continue
+        indent = here[0]
+        pieces = textwrap.wrap(here[1], WIDTH, initial_indent=indent + "# ",
+                               subsequent_indent=indent + "# ", break_long_words=False,
+                               break_on_hyphens=False)
+        following = _comment(lines[k + 1]) if k + 1 < len(lines) else None
+        if len(pieces) > 1 and following and following[0] == indent:
+            out += pieces[:-1]
+            carry = (indent, pieces[-1][len(indent) + 2:])
+        else:
+            out += pieces
+    if carry:
+        out.append(f"{carry[0]}# {carry[1]}")
     return "\n".join(out)
 
 

@@ -25,8 +25,7 @@ __all__ = ['PRETRAINED_FILE', 'PRETRAINED_SHA256', 'pretrained_path', 'load_pret
 
 # %% ../nbs/17_pretrained.ipynb #0ec87051
 PRETRAINED_FILE = "model.pt"   # in the package folder transformer_lit/pretrained/
-# Written by tools/export_pretrained.py when the model was exported; it prints this
-# digest.
+# written by tools/export_pretrained.py, which prints this digest when it exports
 PRETRAINED_SHA256 = "2e8908a8f76f46879fbd7f1dfa23be68fb741878cd8cada4dbbb0aa353f03adc"
 
 
