@@ -210,7 +210,8 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         ) from e
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is not a {CHECKPOINT_FORMAT!r} file")
-    saved = ckpt.get("sha256", {})  # absent from files written before it existed
+    # {entry: digest}; a file without it is read unchecked
+    saved = ckpt.get("sha256", {})
     if not isinstance(saved, dict):
         raise ValueError(f"{path} is damaged: its 'sha256' entry is not a dict")
     now = entry_sha256(ckpt) if saved else {}

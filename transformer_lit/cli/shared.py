@@ -231,7 +231,7 @@ def _checked_model(
 ) -> tuple[Transformer, SubwordTokenizer]:
     "Model and tokenizer of the checkpoint at path (ckpt: its entries, if read)."
     ckpt = read_checkpoint(path) if ckpt is None else ckpt
-    if "sha256" not in ckpt:  # written before checkpoints carried a checksum of all
+    if "sha256" not in ckpt:  # a file without checksums: say so, check what can be
         print(
             f"transformer-lit: warning: {path} has no checksum of its entries (an "
             "older file): only its weights are checked",
