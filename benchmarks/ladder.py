@@ -6,7 +6,8 @@ builds a run (a tokenizer trained on the training books of the run's versions, t
 model seeded with 0, the preset's settings); rungs 4-6 are the shipped run (chapter 17), read
 from the validation scores its record keeps (tools/export_pretrained.py measured them):
 
-1. the `cpu` preset on one pairing (WEB -> Louis Segond) for chapter 13's BOOK_CPU_STEPS steps;
+1. the `cpu` preset on one pairing (WEB -> Louis Segond) for chapter 18's BOOK_CPU_STEPS steps
+   (the versions and budget of chapter 18's CPU run);
 2. the same on every (English, French) pairing of the five versions;
 3. the `small` preset, stopped at the first step where it has seen as many target tokens as 2;
 4. the shipped run's budget (the `small` preset, all pairings, its steps), last weights;
@@ -52,7 +53,7 @@ from transformer_lit.training import fit, make_optimizer
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "results" / "ladder_cpu.json"
 NAMES = {
-    1: "cpu preset, one pairing (WEB -> LSG), chapter 18's budget",
+    1: "cpu preset, WEB -> LSG, chapter 18's CPU run",
     2: "cpu preset, every pairing, same steps",
     3: "small preset, every pairing, same target tokens",
     4: "small preset, the shipped run's budget, last weights",

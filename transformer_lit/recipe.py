@@ -120,7 +120,7 @@ def preset_config(name: str, vocab_size: int) -> TransformerConfig:
     return TransformerConfig.big(vocab_size, vocab_size, **common)
 
 # %% ../nbs/10_recipe.ipynb #4ca2b4fe
-BOOK_CPU_STEPS = 1000   # chapter 18's CPU budget, in optimizer steps
+BOOK_CPU_STEPS = 1500   # chapter 18's CPU budget, in optimizer steps
 # and its GPU budget, for the small preset with the base preset's batches and a short
 # warm-up: chosen on the validation books (chapter 18's Deeper section)
 BOOK_GPU_STEPS = 4000
