@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from transformer_lit.recipe import (
+    BOOK_CPU_STEPS,
     BOOK_GPU_STEPS,
     book_run,
     preset_config,
@@ -55,6 +56,25 @@ def test_book_run_gpu_settings_are_the_grids_choice():
     assert max(points, key=lambda p: p["bleu"])["steps"] == settings.max_steps == BOOK_GPU_STEPS
     others = [run["curve"][-1] for name, run in grid.items() if name not in ("how", "small-all")]
     assert all(p.get("bleu", 0) < max(q["bleu"] for q in points) for p in others)
+
+
+def test_book_run_cpu_budget_is_the_measured_choice():
+    """book_run's CPU run is the candidate of the CPU budget files that chapter 18 chose on the
+    validation books: the cpu preset's settings, measured at BOOK_CPU_STEPS on every WEB -> LSG
+    verse, above copying the source on the short verses and on all of them, where training on
+    the short verses alone falls below it."""
+    short, whole = load("reader_budget_cpu.json"), load("reader_budget_cpu_every_valid_verse.json")
+    preset, settings = book_run(torch.device("cpu"))
+    assert preset == "cpu" and settings.max_steps == BOOK_CPU_STEPS
+    for runs, name in ((short, "B-weblsg-every-verse"), (whole, "B-every-verse")):
+        chosen = runs[name]
+        assert chosen["settings"] == {"preset": "cpu"} and chosen["vocab"] == 4000
+        assert chosen["train_pairs"] == 30225   # every WEB -> LSG training verse
+        copy, *points = chosen["curve"]
+        at_budget = {p["steps"]: p["chrf"] for p in points}[BOOK_CPU_STEPS]
+        assert copy["what"] == "copy the source" and at_budget > copy["chrf"]
+    short_only = whole["A-short-verses-only"]["curve"]
+    assert short_only[-1]["steps"] == BOOK_CPU_STEPS and short_only[-1]["chrf"] < short_only[0]["chrf"]
 
 
 def test_gpu_translation_run_numbers_are_complete():
