@@ -592,7 +592,7 @@ def _finish(args, model, tokenizer, settings, state, valid, device, saved) -> No
         )
         summary += (
             f", validation BLEU {got['bleu']:.1f} chrF {got['chrf']:.1f} "
-            f"(copying the source: {copy['bleu']:.1f})"
+            f"(copying the source: BLEU {copy['bleu']:.1f} chrF {copy['chrf']:.1f})"
         )
     print(
         f"{summary}\nwrote {args.out / 'model.pt'}, {args.out / 'checkpoint.pt'}, "
