@@ -60,6 +60,10 @@ def main() -> None:
     p.add_argument("--preset", default="cpu")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dropout", type=float, default=None)
+    p.add_argument("--d-model", type=int, default=None, help="the preset's, unless given")
+    p.add_argument("--layers", type=int, default=None, help="encoder and decoder layers")
+    p.add_argument("--d-ff", type=int, default=None)
+    p.add_argument("--label-smoothing", type=float, default=None)
     p.add_argument("--no-amp", action="store_true",
                    help="float32 on a GPU too (a CPU run's numbers, by steps)")
     p.add_argument("--steps", type=int, nargs="+", default=[600, 1200, 1800, 2400])
@@ -84,10 +88,14 @@ def main() -> None:
     train, _ = encode_pairs(train_pairs, tokenizer, max_len=256)
     valid, _ = encode_pairs(valid_pairs, tokenizer, max_len=256)
     config = preset_config(args.preset, tokenizer.vocab_size)
-    if args.dropout is not None:
-        config = replace(config, dropout=args.dropout)
+    shape = {k: v for k, v in (("dropout", args.dropout), ("d_model", args.d_model),
+                               ("n_layers", args.layers), ("d_ff", args.d_ff))
+             if v is not None}
+    config = replace(config, **shape)
     overrides = {k: v for k, v in (("warmup", args.warmup), ("max_tokens", args.max_tokens),
-                                   ("lr_factor", args.lr_factor)) if v is not None}
+                                   ("lr_factor", args.lr_factor),
+                                   ("label_smoothing", args.label_smoothing))
+                 if v is not None}
     if args.no_amp:
         overrides["amp"] = False
     settings = preset_settings(args.preset, max_steps=args.steps[0], **overrides)
@@ -126,6 +134,7 @@ def main() -> None:
             "scored_verses": len(scored), "max_words": args.max_words,
             "train_pairs": len(train), "vocab": tokenizer.vocab_size,
             "config": {"d_model": config.d_model, "n_layers": config.n_layers,
+                       "d_ff": config.d_ff,
                        "dropout": config.dropout,
                        "parameters": sum(p.numel() for p in model.parameters())},
             "settings": {"preset": args.preset, **overrides}, "curve": curve}

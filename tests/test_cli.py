@@ -287,7 +287,7 @@ def test_the_subcommands_alone_take_the_plain_routes():
 
     from transformer_lit.cli.train import add_train_command
     from transformer_lit.cli.translate import add_translate_command
-    from transformer_lit.fast import fast_decoder, fast_train_step
+    from transformer_lit.fast import fast_decoder, fast_train_step, two_pass_argmax
     from transformer_lit.model import Transformer, TransformerConfig
     from transformer_lit.training import train_step
 
@@ -298,11 +298,14 @@ def test_the_subcommands_alone_take_the_plain_routes():
     add_train_command(commands)
     add_translate_command(commands)
     train = ["train", "--out", "x", "--steps", "1"]
-    for parsed, step, decoder in ((parser, train_step, None),
-                                  (cli.build_parser(), fast_train_step, fast_decoder)):
+    for parsed, step, decoder, pick in ((parser, train_step, None, None),
+                                        (cli.build_parser(), fast_train_step, fast_decoder,
+                                         two_pass_argmax)):
         args = parsed.parse_args(train)
         assert args.step_for(model) is step and args.decoder_for(model) is decoder
-        assert parsed.parse_args(["translate", "Hi."]).decoder_for(model) is decoder
+        assert args.pick is pick
+        translating = parsed.parse_args(["translate", "Hi."])
+        assert translating.decoder_for(model) is decoder and translating.pick is pick
 
 
 def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, monkeypatch):
@@ -320,6 +323,9 @@ def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, m
 
     for name in calls:
         monkeypatch.setattr(fast, name, counting(name))
+    picks = []   # translate's choice of token: chapter 24's two-pass argmax, bound by build_parser
+    real_pick = cli.two_pass_argmax
+    monkeypatch.setattr(cli, "two_pass_argmax", lambda logits: picks.append(1) or real_pick(logits))
     out = tmp_path / "run"
     status, _, err = run(["train", "--preset", "tiny", "--vocab-size", "90", "--steps", "3",
                           "--device", "cpu", "--threads", "1", "--quiet",
@@ -330,3 +336,4 @@ def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, m
                              "God said."], capsys)
     assert status == 0 and text.count("\n") == 1, err
     assert calls["fast_step"] >= 1
+    assert len(picks) == calls["fast_step"]   # one choice of token per step

@@ -370,3 +370,55 @@ def test_fit_takes_the_step_it_is_given(monkeypatch):
         assert len(calls) == expected, kwargs
         fell_back = [w for w in caught if w.category is FastStepFallback]
         assert bool(fell_back) == (kwargs.get("parallel") is wrapper), kwargs
+
+
+def test_two_pass_argmax_is_argmax():
+    "Chapter 24's argmax in two passes: argmax's index, first of equal maxima, NaN and -inf rows alike."
+    from transformer_lit.fast import ARGMAX_BLOCK, two_pass_argmax
+    g = torch.Generator().manual_seed(0)
+    for rows, width, dtype in ((32, 8000, torch.float32), (4, 4000, torch.float32), (7, 128, torch.float32),
+                               (32, 8000, torch.bfloat16), (32, 8001, torch.float32), (3, 8000, torch.float32)):
+        logits = torch.randn(rows, width, generator=g).to(dtype)
+        logits[0, [5, width - 2]] = logits[0].max() + 1         # equal maxima in two blocks
+        logits[1, [ARGMAX_BLOCK + 1, ARGMAX_BLOCK + 3]] = logits[1].max() + 1   # in one block
+        logits[2, width // 2] = float("nan")
+        if rows > 3:
+            logits[3] = float("-inf")
+        assert torch.equal(two_pass_argmax(logits), logits.argmax(-1)), (rows, width, dtype)
+    wide = torch.randn(64, 8000, generator=g)
+    assert torch.equal(two_pass_argmax(wide.t().contiguous().t()), wide.argmax(-1))   # strided rows
+
+
+def test_two_pass_argmax_takes_two_passes_where_it_is_faster():
+    "From TWO_PASS_MIN_ROWS rows of a width in whole blocks on a CPU it reduces by amax; else one argmax."
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from transformer_lit.fast import TWO_PASS_MIN_ROWS, two_pass_argmax
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    for rows, width, two in ((TWO_PASS_MIN_ROWS, 8000, True), (32, 4000, True),
+                             (TWO_PASS_MIN_ROWS - 1, 8000, False), (32, 8001, False), (32, 32, True)):
+        with Ops() as ops:
+            two_pass_argmax(torch.randn(rows, width))
+        assert ("amax" in ops.names) == two, (rows, width, ops.names)
+
+
+def test_greedy_decode_with_two_pass_argmax_writes_the_same_tokens():
+    "The command line's route (fast step, two-pass argmax) against the plain one, at 8 rows, 128 tokens."
+    from transformer_lit.fast import two_pass_argmax
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig.tiny(128, 128)).eval()
+    src = torch.randint(3, 128, (8, 9))
+    src[2, 6:] = 0
+    plain = greedy_decode(model, src, 20, 1, 2)
+    picked = []
+    fast = greedy_decode(model, src, 20, 1, 2, step=fast_decoder(model, 8),
+                         pick=lambda logits: picked.append(1) or two_pass_argmax(logits))
+    assert torch.equal(fast, plain) and len(picked) == fast.shape[1] - 1

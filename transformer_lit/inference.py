@@ -35,7 +35,7 @@ from transformer_lit.validate import (
 from .recipe import attention_policy, autocast_for
 
 # %% auto #0
-__all__ = ['Step', 'Decoder', 'DecodeFn', 'KVCache', 'new_cache', 'SelfSlot', 'CrossSlot', 'LayerSlot', 'decode_step',
+__all__ = ['Step', 'Decoder', 'Pick', 'DecodeFn', 'KVCache', 'new_cache', 'SelfSlot', 'CrossSlot', 'LayerSlot', 'decode_step',
            'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'cross_attention_maps', 'InputTruncatedWarning',
            'output_limit', 'OutputTruncatedWarning', 'Decoded', 'decode_in_batches', 'translate']
 
@@ -233,32 +233,39 @@ def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id:
 # %% ../nbs/15_inference.ipynb #518113db
 Step = Callable[[Tensor, "KVCache"], Tensor]  # (tokens (B, 1), cache) -> logits (B, V)
 Decoder = Callable[[Transformer, int], Step]  # (model, rows) -> a step for that many
+Pick = Callable[[Tensor], Tensor]  # logits (B, V) -> each row's next token (B,)
 
 
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: Tensor, max_new_tokens: int, bos_id: int,
                   eos_id: int | None = None, use_cache: bool = True,
-                  step: Step | None = None) -> Tensor:
+                  step: Step | None = None, pick: Pick | None = None) -> Tensor:
     """src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id
-    are padded with pad_id after it. step: decode_step unless given."""
+    are padded with pad_id after it. step: decode_step unless given; pick: how the
+    cached loop picks a row's token, the argmax unless given."""
     _check_decode_args(model, max_new_tokens, bos_id, eos_id)
     if not use_cache:
         return greedy_decode_uncached(model, src, max_new_tokens, bos_id, eos_id)
     check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
-    step = step or partial(decode_step, model)
+    step, pick = step or partial(decode_step, model), pick or _argmax
     B, pad = src.shape[0], model.config.pad_id
     out = torch.full((B, 1 + max_new_tokens), pad, dtype=torch.long, device=src.device)
     out[:, 0] = bos_id
     cache = new_cache(model, model.encode(src), src, max(max_new_tokens, 1))
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     for t in range(max_new_tokens):
-        next_id = step(out[:, t : t + 1], cache).argmax(-1)  # (B, 1) -> (B, V) -> (B,)
+        next_id = pick(step(out[:, t : t + 1], cache))  # (B, 1) -> (B, V) -> (B,)
         out[:, t + 1] = next_id.masked_fill(done, pad)  # finished rows only pad
         if eos_id is not None:
             done |= next_id == eos_id
             if done.all():
                 return out[:, : t + 2]
     return out
+
+
+def _argmax(logits: Tensor) -> Tensor:
+    "Each row's most probable token: logits (B, V) -> (B,)."
+    return logits.argmax(-1)
 
 # %% ../nbs/15_inference.ipynb #a58781cd
 def gnmt_length_penalty(length: Tensor, alpha: float) -> Tensor:
@@ -499,14 +506,15 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
 
 # %% ../nbs/15_inference.ipynb #078d0a15
 def _batch_decoder(model: Transformer, beam_size: int, use_cache: bool,
-                   length_penalty: float, decoder: Decoder | None) -> DecodeFn:
+                   length_penalty: float, decoder: Decoder | None,
+                   pick: Pick | None = None) -> DecodeFn:
     "What translate decodes a batch with: greedy or beam, by decoder's step if given."
     def decode(src: Tensor, limits: Tensor) -> Sequence[Tensor]:
         rows = src.shape[0] * beam_size
         step = decoder(model, rows) if decoder is not None and use_cache else None
         if beam_size == 1:  # greedy: a longer run, cut short, equals the shorter run
             n = int(limits.max())
-            return greedy_decode(model, src, n, BOS_ID, EOS_ID, use_cache, step)
+            return greedy_decode(model, src, n, BOS_ID, EOS_ID, use_cache, step, pick)
         return beam_search(model, src, beam_size, limits, BOS_ID, EOS_ID,
                            length_penalty, use_cache, step)
     return decode
@@ -521,12 +529,14 @@ def translate(
     batch_size: int = 64,
     length_penalty: float = 0.6,
     decoder: Decoder | None = None,
+    pick: Pick | None = None,
 ) -> list[str]:
     """English sentences -> French texts, in input order: greedy (beam_size=1) or beam
-    search. decoder(model, rows): the step for a batch (decode_step unless given)."""
+    search. decoder(model, rows): the step for a batch (decode_step unless given);
+    pick: greedy's choice of token (the argmax unless given)."""
     sentences = check_texts("sentences", sentences)  # each item a str, named if not
     _check_beam_args(model, beam_size, length_penalty)  # before any work, even for []
-    decode = _batch_decoder(model, beam_size, use_cache, length_penalty, decoder)
+    decode = _batch_decoder(model, beam_size, use_cache, length_penalty, decoder, pick)
     done = decode_in_batches(model, tokenizer, sentences, decode, batch_size)
     _warn_truncated(model, done.tokens)
     for i in (i for i, cut in enumerate(done.cut) if cut):

@@ -14,7 +14,7 @@ from .export import add_export_command
 from .shared import CliError, report
 from .train import add_train_command
 from .translate import add_translate_command
-from ..fast import decoder_for, training_step_for
+from ..fast import decoder_for, training_step_for, two_pass_argmax
 
 # %% auto #0
 __all__ = ['build_parser', 'parse_args', 'main']
@@ -29,8 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
         "transformer-lit book.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    add_train_command(commands, step_for=training_step_for, decoder_for=decoder_for)
-    add_translate_command(commands, decoder_for=decoder_for)
+    add_train_command(
+        commands,
+        step_for=training_step_for,
+        decoder_for=decoder_for,
+        pick=two_pass_argmax,
+    )
+    add_translate_command(commands, decoder_for=decoder_for, pick=two_pass_argmax)
     add_export_command(commands)
     return parser
 

@@ -34,7 +34,7 @@ from transformer_lit.data import (
     SPECIAL_PIECES, encode_pairs, make_batches, reference_set, split_by_book,
     train_tokenizer,
 )
-from ..inference import OutputTruncatedWarning, translate
+from ..inference import OutputTruncatedWarning, Pick, translate
 from ..model import Transformer
 from transformer_lit.recipe import (
     PRESETS, TrainSettings, preset_config, preset_settings, preset_vocab_size,
@@ -56,11 +56,12 @@ def add_train_command(
     commands: argparse._SubParsersAction,
     step_for: Callable[[Transformer], Callable] | None = None,
     decoder_for: Callable[[Transformer], Callable | None] | None = None,
+    pick: Pick | None = None,
 ) -> None:
-    """The `train` subcommand and its options. step_for(model) gives the training step
-    and decoder_for(model) the decoder that scores the averaged model at the end; left
-    out, they are chapter 13's train_step and chapter 15's plain cached step (chapter 29
-    passes chapter 24's faster ones)."""
+    """The `train` subcommand and its options. step_for(model) gives the training step,
+    decoder_for(model) the decoder that scores the averaged model at the end and pick
+    its choice of token; left out, chapter 13's train_step, chapter 15's plain cached
+    step and the argmax (chapter 29 passes chapter 24's faster ones)."""
     p = commands.add_parser(
         "train",
         help="train a model on the English-French Bible verses",
@@ -129,7 +130,7 @@ def add_train_command(
         "--quiet", action="store_true", help="no progress bar and no validation lines"
     )
     p.set_defaults(handler=run_train, step_for=step_for or (lambda model: train_step),
-                   decoder_for=decoder_for or (lambda model: None))
+                   decoder_for=decoder_for or (lambda model: None), pick=pick)
 
 # %% ../../nbs/22_cli_train.ipynb #b8a427b4
 SEED_LIMIT = 2**63  # seeds are stored as 64-bit integers
@@ -568,9 +569,8 @@ def _finish(args, model, tokenizer, settings, state, valid, device, saved) -> No
         }
         with warnings.catch_warnings(record=True) as caught:  # counted, not printed
             warnings.simplefilter("always", OutputTruncatedWarning)
-            hypotheses = translate(
-                averaged, tokenizer, sources, decoder=args.decoder_for(averaged)
-            )
+            route = dict(decoder=args.decoder_for(averaged), pick=args.pick)
+            hypotheses = translate(averaged, tokenizer, sources, **route)
         record["valid_scores"] = {
             "sentences": len(keep),
             "averaged model": corpus_scores(hypotheses, references),

@@ -19,7 +19,7 @@ from transformer_lit.cli.shared import (
 )
 from ..data import SubwordTokenizer
 from transformer_lit.inference import (
-    InputTruncatedWarning, OutputTruncatedWarning, translate,
+    InputTruncatedWarning, OutputTruncatedWarning, Pick, translate,
 )
 from ..model import Transformer
 
@@ -86,16 +86,19 @@ def translator_from_args(args: argparse.Namespace) -> TranslateFn:
         args.batch_size,
         args.length_penalty,
         decoder=args.decoder_for(model),  # add_translate_command's: same tokens
+        pick=args.pick,
     )
 
 # %% ../../nbs/23_cli_translate.ipynb #c51a6ab0
 def add_translate_command(
     commands: argparse._SubParsersAction,
     decoder_for: Callable[[Transformer], Callable | None] | None = None,
+    pick: Pick | None = None,
 ) -> None:
     """The `translate` subcommand and its options. decoder_for(model) gives the decoder
-    for translate(..., decoder=...); left out, chapter 15's plain cached step (chapter
-    29 passes chapter 24's faster one, which writes the same tokens)."""
+    for translate(..., decoder=...) and pick greedy's choice of token; left out, chapter
+    15's plain cached step and the argmax (chapter 29 passes chapter 24's faster ones,
+    which write the same tokens)."""
     p = commands.add_parser(
         "translate",
         help="translate English sentences into French",
@@ -115,7 +118,9 @@ def add_translate_command(
     add_device_options(p)
     add_decoding_options(p)
     p.set_defaults(
-        handler=run_translate, decoder_for=decoder_for or (lambda model: None)
+        handler=run_translate,
+        decoder_for=decoder_for or (lambda model: None),
+        pick=pick,
     )
 
 # %% ../../nbs/23_cli_translate.ipynb #29a1d826
