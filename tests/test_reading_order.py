@@ -85,3 +85,18 @@ def test_numbers_in_titles_and_links_are_the_file_numbers():
 
 def test_chapters_use_no_code_from_later_chapters_but_the_listed():
     assert uses_of_later_code() == LATER
+
+
+def test_the_core_path_fits_its_screens():
+    """Issue 31: the reader's path (the parts before Engineering) at most 160 screens of
+    tools/screens.py's count, no chapter of it over 22."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("screens", ROOT / "tools" / "screens.py")
+    screens = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(screens)
+    parts = screens.parts()
+    core = [stem for caption, stems in parts[:[c for c, _ in parts].index("Engineering")]
+            for stem in stems]
+    counts = {stem: screens.screens(stem) for stem in core}
+    assert "18_your_model" in counts and sum(counts.values()) <= 160, sum(counts.values())
+    assert max(counts.values()) <= 22, counts

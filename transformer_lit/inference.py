@@ -247,25 +247,21 @@ def greedy_decode(model: Transformer, src: Tensor, max_new_tokens: int, bos_id: 
     if not use_cache:
         return greedy_decode_uncached(model, src, max_new_tokens, bos_id, eos_id)
     check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
-    step, pick = step or partial(decode_step, model), pick or _argmax
+    step = step or partial(decode_step, model)
     B, pad = src.shape[0], model.config.pad_id
     out = torch.full((B, 1 + max_new_tokens), pad, dtype=torch.long, device=src.device)
     out[:, 0] = bos_id
     cache = new_cache(model, model.encode(src), src, max(max_new_tokens, 1))
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     for t in range(max_new_tokens):
-        next_id = pick(step(out[:, t : t + 1], cache))  # (B, 1) -> (B, V) -> (B,)
+        logits = step(out[:, t : t + 1], cache)  # (B, 1) -> (B, V)
+        next_id = logits.argmax(-1) if pick is None else pick(logits)  # (B,)
         out[:, t + 1] = next_id.masked_fill(done, pad)  # finished rows only pad
         if eos_id is not None:
             done |= next_id == eos_id
             if done.all():
                 return out[:, : t + 2]
     return out
-
-
-def _argmax(logits: Tensor) -> Tensor:
-    "Each row's most probable token: logits (B, V) -> (B,)."
-    return logits.argmax(-1)
 
 # %% ../nbs/15_inference.ipynb #a58781cd
 def gnmt_length_penalty(length: Tensor, alpha: float) -> Tensor:
