@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch first and pinned: the CPU wheel; an unpinned torch would pull GBs of CUDA packages.
 	$(PY) -m pip install -q torch==2.13.0
-	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 25 and
+	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 26 and
 	# tests/test_export.py use; bench: transformers, which benchmarks/bench_peers.py and
 	# tests/test_bench_peers.py use (extras of their own, so that readers can install them alone)
 	$(PY) -m pip install -q -e ".[dev,deploy,bench,argos]"

@@ -42,7 +42,7 @@ from _common import RESULTS, device_name, interleaved_medians, write_result
 from transformer_lit.corpus import load_verses
 from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer, reference_set, split_by_book
 from transformer_lit.export import require_ctranslate2, to_ctranslate2
-from transformer_lit.fast import FastDecoder, fast_decoder, fast_step
+from transformer_lit.fast_decoding import FastDecoder, fast_decoder, fast_step
 from transformer_lit.inference import beam_search, greedy_decode, new_cache, output_limit
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.pretrained import load_pretrained
@@ -214,7 +214,7 @@ class Int8FastDecoder:
 @torch.no_grad()
 def int8_fast_step(q8: Int8FastDecoder, tokens: Tensor, cache) -> Tensor:
     "fast_step (chapter 15) with every product an int8 one: tokens (B, 1) -> logits (B, V)."
-    from transformer_lit.fast import _add_norm, _embed, _norm
+    from transformer_lit.fast_decoding import _add_norm, _embed, _norm
     from transformer_lit.attention import fused_attention
     import torch.nn.functional as F
     fd, lin = q8.fd, torch.ops.quantized.linear_dynamic

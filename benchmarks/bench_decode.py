@@ -31,7 +31,7 @@ import statistics
 import torch
 
 from _common import device_name, disable_cudnn_attention, timed, write_result
-from transformer_lit.fast import FastDecoder, fast_step
+from transformer_lit.fast_decoding import FastDecoder, fast_step
 from transformer_lit.inference import decode_step, greedy_decode, new_cache
 from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
 

@@ -30,7 +30,7 @@ Each case times its functions in alternation (_common.interleaved_medians), prin
 ours / theirs, asserts that both sides wrote the same number of tokens, and the script writes
 transformer_lit/results/peers_<device>.json with the device, the 1-minute load average before and
 after, and how the setups differ. Before measuring on another host, keep the last host's file as
-peers_cpu_<host>.json (git mv): chapter 24 prints every host's decoding ratios side by side. Goals (issue 15): decoding >= 1.5x faster than Marian greedy and
+peers_cpu_<host>.json (git mv): chapter 25 prints every host's decoding ratios side by side. Goals (issue 15): decoding >= 1.5x faster than Marian greedy and
 >= 1.3x with beams; a training step <= 0.9x of Marian's and of nn.Transformer's time.
 
 --smoke runs every case once on a tiny model with a few tokens and writes nothing: a check that the
@@ -50,7 +50,8 @@ from torch import Tensor, nn
 from _common import device_name, interleaved_medians, write_result
 from bench_model import ADAM, TorchModel, check_same_model
 from transformer_lit.data import Batch
-from transformer_lit.fast import fast_decoder, fast_train_step, two_pass_argmax, use_onednn
+from transformer_lit.fast import fast_train_step
+from transformer_lit.fast_decoding import fast_decoder, two_pass_argmax, use_onednn
 from transformer_lit.inference import beam_search, greedy_decode
 from transformer_lit.model import Transformer, TransformerConfig, load_torch_transformer
 from transformer_lit.fast import use_onednn_products
@@ -120,7 +121,7 @@ SETUP_DIFFERENCES = [
     "both return 1 + n tokens (asserted). Every beam is computed every step on both sides regardless.",
     "Decoding: Marian runs generate() with its default DynamicCache and logits processors, ours the "
     "package's KVCache and its fast step (greedy_decode / beam_search with step=fast_decoder(...), and greedy "
-    "with pick=two_pass_argmax: the command line's route, FastDecoder, chapter 24; greedy is also timed "
+    "with pick=two_pass_argmax: the command line's route, FastDecoder, chapter 25; greedy is also timed "
     "with the plain argmax, as ours_argmax); attention on both sides goes through "
     "F.scaled_dot_product_attention (Marian's attn_implementation is recorded).",
     "Products when decoding: from 4 rows a step (greedy at batch 32, beam 4 at batch 1) ours "

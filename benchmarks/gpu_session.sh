@@ -9,7 +9,7 @@
 # 1. the benchmarks, alone on the GPU: MFU of a base-model training step (bench_mfu.py), then
 #    the base model's decoding latency at batch 1 against its bandwidth floor (bench_decode.py);
 # 2. then, side by side: the base model trained on every pairing and scored on the test books
-#    (translation_run.py), and chapters 09, 13, 17, 15 and 24 run as a reader runs them, from
+#    (translation_run.py), and chapters 09, 13, 17, 15, 24 and 25 run as a reader runs them, from
 #    the package's wheel in a fresh virtual environment (tools/run_as_script.py): in bf16,
 #    then 18 and 17 again on the float16 path that a T4 takes. Chapter 18's GPU budget is cut
 #    to a few hundred steps: the training run above is the long one.
@@ -104,6 +104,7 @@ else
   chapter 17_pretrained 90
   chapter 15_inference 200
   chapter 24_speed 200
+  chapter 25_fast_decoding 120
 ) &
 (
   own_cache

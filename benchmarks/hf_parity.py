@@ -1,4 +1,4 @@
-"""Parity: the shipped model through transformers (chapter 26's export) against transformer_lit itself.
+"""Parity: the shipped model through transformers (chapter 27's export) against transformer_lit itself.
 
 Run: .venv/bin/python benchmarks/hf_parity.py [--threads N] [--limit N]
      (transformers comes with the package's `huggingface` extra, which `make venv` installs)

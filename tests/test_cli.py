@@ -282,12 +282,13 @@ def test_translate_beam_larger_than_the_vocabulary(checkpoint, capsys):
 
 def test_the_subcommands_alone_take_the_plain_routes():
     """Chapters 22 and 23's subcommands on their own train with chapter 13's train_step and
-    decode with the plain cached step; main's parser (chapter 29) gives them chapter 24's."""
+    decode with the plain cached step; main's parser (chapter 30) gives them those of chapters 24 and 25."""
     import argparse
 
     from transformer_lit.cli.train import add_train_command
     from transformer_lit.cli.translate import add_translate_command
-    from transformer_lit.fast import fast_decoder, fast_train_step, two_pass_argmax
+    from transformer_lit.fast import fast_train_step
+    from transformer_lit.fast_decoding import fast_decoder, two_pass_argmax
     from transformer_lit.model import Transformer, TransformerConfig
     from transformer_lit.training import train_step
 
@@ -309,12 +310,14 @@ def test_the_subcommands_alone_take_the_plain_routes():
 
 
 def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, monkeypatch):
-    "train's every step goes through chapter 24's fast loss, translate through fast_step."
+    "train's every step goes through chapter 24's fast loss, translate through chapter 25's fast_step."
     import transformer_lit.fast as fast
+    import transformer_lit.fast_decoding as fast_decoding
     calls = {"fast_loss": 0, "fast_step": 0}
+    homes = {"fast_loss": fast, "fast_step": fast_decoding}
 
     def counting(name):
-        real = getattr(fast, name)
+        real = getattr(homes[name], name)
 
         def wrapper(*args, **kwargs):
             calls[name] += 1
@@ -322,8 +325,8 @@ def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, m
         return wrapper
 
     for name in calls:
-        monkeypatch.setattr(fast, name, counting(name))
-    picks = []   # translate's choice of token: chapter 24's two-pass argmax, bound by build_parser
+        monkeypatch.setattr(homes[name], name, counting(name))
+    picks = []   # translate's choice of token: chapter 25's two-pass argmax, bound by build_parser
     real_pick = cli.two_pass_argmax
     monkeypatch.setattr(cli, "two_pass_argmax", lambda logits: picks.append(1) or real_pick(logits))
     out = tmp_path / "run"

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from transformer_lit.data import Batch
-from transformer_lit.fast import (FastDecoder, FastStepFallback, decoder_for, fast_decoder, fast_step,
-                                  fast_train_step, training_step_for, use_onednn)
+from transformer_lit.fast import FastStepFallback, fast_train_step, training_step_for
+from transformer_lit.fast_decoding import FastDecoder, decoder_for, fast_decoder, fast_step, use_onednn
 from transformer_lit.inference import beam_search, decode_step, greedy_decode, new_cache
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.fast import from_grid, packed_decoder_states, rows_of, to_grid
@@ -91,7 +91,7 @@ def test_beam_fast_equals_explicit(config, beam):
 def test_the_output_projection_is_measured_on_its_own(monkeypatch, faster):
     """The wide output projection takes oneDNN where its own measurement ('logits') says
     so, the layers where theirs ('decode') does; onednn=True/False sets both."""
-    import transformer_lit.fast as fast_module
+    import transformer_lit.fast_decoding as fast_module
     monkeypatch.setattr(fast_module, "onednn_measured_faster", lambda kind: kind == faster)
     model, src = model_and_source(0)
     fd = FastDecoder(model, rows=8)
@@ -106,7 +106,7 @@ def test_the_output_projection_is_measured_on_its_own(monkeypatch, faster):
 
 @NO_ONEDNN
 def test_onednn_is_chosen_from_four_rows_in_float32_on_cpu(monkeypatch):
-    import transformer_lit.fast as fast_module
+    import transformer_lit.fast_decoding as fast_module
     monkeypatch.setattr(fast_module, "onednn_measured_faster", lambda kind: True)
     model, src = model_and_source(0)
     chosen = [use_onednn(model, rows) for rows in (1, 3, 4, 32)]
@@ -145,7 +145,7 @@ def test_fast_decoder_needs_eval_mode_and_decoder_for_chooses_it():
 
 def test_translate_takes_the_decoder_it_is_given(monkeypatch):
     "translate(..., decoder=fast_decoder) steps through fast_step only, and writes what the plain step writes."
-    import transformer_lit.fast as fast_module
+    import transformer_lit.fast_decoding as fast_module
     from transformer_lit.data import train_tokenizer
     from transformer_lit.inference import translate
     english = ["In the beginning God created the heavens and the earth.", "The earth was formless and empty."]
@@ -373,8 +373,8 @@ def test_fit_takes_the_step_it_is_given(monkeypatch):
 
 
 def test_two_pass_argmax_is_argmax():
-    "Chapter 24's argmax in two passes: argmax's index, first of equal maxima, NaN and -inf rows alike."
-    from transformer_lit.fast import ARGMAX_BLOCK, two_pass_argmax
+    "Chapter 25's argmax in two passes: argmax's index, first of equal maxima, NaN and -inf rows alike."
+    from transformer_lit.fast_decoding import ARGMAX_BLOCK, two_pass_argmax
     g = torch.Generator().manual_seed(0)
     for rows, width, dtype in ((32, 8000, torch.float32), (4, 4000, torch.float32), (7, 128, torch.float32),
                                (32, 8000, torch.bfloat16), (32, 8001, torch.float32), (3, 8000, torch.float32)):
@@ -392,7 +392,7 @@ def test_two_pass_argmax_is_argmax():
 def test_two_pass_argmax_takes_two_passes_where_it_is_faster():
     "From TWO_PASS_MIN_ROWS rows of a width in whole blocks on a CPU it reduces by amax; else one argmax."
     from torch.utils._python_dispatch import TorchDispatchMode
-    from transformer_lit.fast import TWO_PASS_MIN_ROWS, two_pass_argmax
+    from transformer_lit.fast_decoding import TWO_PASS_MIN_ROWS, two_pass_argmax
 
     class Ops(TorchDispatchMode):
         def __init__(self):
@@ -412,7 +412,7 @@ def test_two_pass_argmax_takes_two_passes_where_it_is_faster():
 
 def test_greedy_decode_with_two_pass_argmax_writes_the_same_tokens():
     "The command line's route (fast step, two-pass argmax) against the plain one, at 8 rows, 128 tokens."
-    from transformer_lit.fast import two_pass_argmax
+    from transformer_lit.fast_decoding import two_pass_argmax
     torch.manual_seed(0)
     model = Transformer(TransformerConfig.tiny(128, 128)).eval()
     src = torch.randint(3, 128, (8, 9))

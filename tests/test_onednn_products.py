@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import transformer_lit.fast as fast
+import transformer_lit.fast_decoding as fast_decoding
 from transformer_lit.data import Batch
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.fast import (
@@ -215,9 +216,10 @@ def test_the_policy_follows_the_measurement(monkeypatch):
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     for found in (True, False):
-        monkeypatch.setattr(fast, "onednn_measured_faster", lambda kind, f=found: f)
+        for module in (fast, fast_decoding):
+            monkeypatch.setattr(module, "onednn_measured_faster", lambda kind, f=found: f)
         assert use_onednn_products(model) is found
-        assert fast.use_onednn(model, rows=8) is found
+        assert fast_decoding.use_onednn(model, rows=8) is found
 
 
 @pytest.mark.parametrize("plain, onednn, chosen", [(1.0, 0.5, True), (1.0, 0.95, False),

@@ -55,8 +55,8 @@ QUICK_TAG = "quick-ignore-output"
 # one thread per kernel; measured 2026-11-26: 18_your_model 68 s, 13_training 54 s,
 # 15_inference 34 s; the others from earlier runs): started first, they do not leave one
 # worker running alone at the end.
-SLOW = ("18_your_model", "13_training", "24_speed", "12_data", "29_cli", "15_inference",
-        "09_transformer", "19_analysis", "11_corpus", "27_argos", "26_huggingface",
+SLOW = ("18_your_model", "13_training", "24_speed", "25_fast_decoding", "12_data", "30_cli", "15_inference",
+        "09_transformer", "19_analysis", "11_corpus", "28_argos", "27_huggingface",
         "17_pretrained")
 GROUP = 4  # the other notebooks, this many to one pytest run
 

@@ -61,7 +61,7 @@ def add_train_command(
     """The `train` subcommand and its options. step_for(model) gives the training step,
     decoder_for(model) the decoder that scores the averaged model at the end and pick
     its choice of token; left out, chapter 13's train_step, chapter 15's plain cached
-    step and the argmax (chapter 29 passes chapter 24's faster ones)."""
+    step and the argmax (chapter 30 passes those of chapters 24 and 25)."""
     p = commands.add_parser(
         "train",
         help="train a model on the English-French Bible verses",
