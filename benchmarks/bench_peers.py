@@ -151,6 +151,10 @@ SETUP_DIFFERENCES = [
     "Training: Marian's dropout, attention_dropout and activation_dropout are all 0.1, as ours (residual, "
     "attention weights, FFN hidden units, embeddings + positions); it is called with use_cache=False, "
     "as with labels; the loss is computed outside the model, the same way for all three.",
+    "Training, dropout's decisions: ours makes the residual and feed-forward ones from 16 random bits "
+    "each (FastDropout, chapter 24: p rounded to a multiple of 2^-16, 0.1 -> 0.1000061, the kept "
+    "values scaled by the rounded rate); its attention weights and embeddings, and all of the peers' "
+    "dropout, draw with bernoulli_.",
 ]
 
 

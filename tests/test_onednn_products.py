@@ -210,6 +210,24 @@ def test_an_internal_operator_that_changed_is_not_used(monkeypatch):
         onednn_available.cache_clear()
 
 
+def test_a_missing_reordering_operator_turns_onednn_off(monkeypatch):
+    "Decoding's packed weights need a second internal operator; without it, no oneDNN at all."
+    def missing(weight, rows):
+        raise AttributeError("'_OpNamespace' 'mkldnn' object has no attribute '_reorder_linear_weight'")
+
+    onednn_available.cache_clear()
+    try:
+        monkeypatch.setattr(torch.ops.mkldnn, "_reorder_linear_weight", missing)
+        assert not onednn_available()
+        monkeypatch.setattr(fast_decoding, "onednn_measured_faster", lambda kind: True)
+        model = Transformer(TransformerConfig.tiny()).eval()
+        assert not fast_decoding.use_onednn(model, rows=32)
+        decoder = fast_decoding.FastDecoder(model, rows=32)   # built on addmm, no error
+        assert not decoder.onednn and not decoder.project.onednn
+    finally:
+        onednn_available.cache_clear()
+
+
 def test_the_policy_follows_the_measurement(monkeypatch):
     "Where the measurement found oneDNN no faster (e.g. MKL with AVX-512), F.linear stays."
     model = Transformer(TransformerConfig.tiny())

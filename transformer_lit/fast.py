@@ -31,9 +31,10 @@ from .training import LossTerms, smoothed_terms, train_step
 from .validate import check_probability
 
 # %% auto #0
-__all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'MEASURED_LIMIT', 'ONEDNN_MARGIN', 'SmoothedCrossEntropy', 'smoothed_cross_entropy',
-           'OneDNNLinear', 'linear', 'onednn_available', 'use_onednn_products', 'check_onednn', 'Affine', 'pack_affine',
-           'affine', 'onednn_measured_faster', 'Rows', 'rows_of', 'to_grid', 'from_grid', 'packed_attention',
+__all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'MEASURED_LIMIT', 'ONEDNN_MARGIN', 'DROPOUT_BITS', 'DROPOUT_LEVELS',
+           'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'OneDNNLinear', 'linear', 'onednn_available',
+           'use_onednn_products', 'check_onednn', 'Affine', 'pack_affine', 'affine', 'onednn_measured_faster',
+           'keep_mask', 'FastDropout', 'fast_dropout', 'Rows', 'rows_of', 'to_grid', 'from_grid', 'packed_attention',
            'packed_ffn', 'packed_decoder_states', 'fast_loss', 'FastStepFallback', 'fast_train_step',
            'training_step_for']
 
@@ -137,13 +138,17 @@ def linear(
 
 @cache
 def onednn_available() -> bool:
-    """Whether this PyTorch has oneDNN and the product OneDNNLinear calls, and it agrees
-    with F.linear (an internal operator: checked once, on a tiny product)."""
+    """Whether this PyTorch has oneDNN and the two internal operators used here (the
+    product OneDNNLinear calls, the reordering of a weight that decoding multiplies by:
+    pack_affine, below) and both agree with F.linear: checked once, on tiny ones."""
     if not torch.backends.mkldnn.is_available():
         return False
     try:
         x, w = torch.arange(6.0).view(2, 3), torch.ones(4, 3)
-        return torch.equal(_onednn_product(x, w, None), F.linear(x, w))
+        reordered = torch.ops.mkldnn._reorder_linear_weight(w, 2)
+        return torch.equal(_onednn_product(x, w, None), F.linear(x, w)) and torch.equal(
+            _onednn_product(x, reordered, None), F.linear(x, w)
+        )
     except (AttributeError, RuntimeError, TypeError):  # absent, or a new signature
         return False
 
@@ -295,6 +300,61 @@ def onednn_measured_faster(kind: str) -> bool:
             pass
     return times["onednn"] <= ONEDNN_MARGIN * times["plain"]
 
+# %% ../nbs/24_speed.ipynb #0decac7a
+DROPOUT_BITS = 16  # random bits per dropout decision: p rounded to a multiple of 2^-16
+DROPOUT_LEVELS = 2**DROPOUT_BITS
+
+
+def keep_mask(shape: tuple[int, ...], p: float) -> Tensor:
+    """A bool tensor of shape on the CPU, each entry True (kept) with probability
+    1 - p', p' = p rounded to a multiple of 2^-16: four 16-bit chunks of each 64-bit
+    draw."""
+    n = math.prod(shape)
+    # the full 64-bit range: from -2^63, no upper bound given
+    words = torch.empty(-(-n // 4), dtype=torch.int64).random_(-(2**63), None)
+    chunks = words.view(torch.int16)[:n].view(shape)  # uniform on -2^15 .. 2^15 - 1
+    return chunks >= round(p * DROPOUT_LEVELS) - DROPOUT_LEVELS // 2
+
+
+class FastDropout(torch.autograd.Function):
+    """F.dropout(x, p, training=True) on the CPU from keep_mask's decisions: kept values
+    scaled by 1 / (1 - p'), the others zero; the gradient through the same mask."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, p: float) -> Tensor:
+        keep = keep_mask(x.shape, p)
+        ctx.scale = DROPOUT_LEVELS / (DROPOUT_LEVELS - round(p * DROPOUT_LEVELS))
+        ctx.save_for_backward(keep)
+        return x.mul(keep).mul_(ctx.scale)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        (keep,) = ctx.saved_tensors
+        return grad.mul(keep).mul_(ctx.scale), None
+
+
+def fast_dropout(x: Tensor, module: nn.Module) -> Tensor:
+    """module(x) for an nn.Dropout module: by FastDropout on the CPU in training where
+    16 bits tell p from 0 and 1; otherwise by the module itself."""
+    p = module.p
+    if (
+        module.training
+        and x.device.type == "cpu"
+        and 1 <= round(p * DROPOUT_LEVELS) < DROPOUT_LEVELS
+    ):
+        return FastDropout.apply(x, p)
+    return module(x)
+
+
+def _residual(
+    res: nn.Module, x: Tensor, sublayer: Callable[[Tensor], Tensor]
+) -> Tensor:
+    """Chapter 05's ResidualNorm res around sublayer, its dropout by fast_dropout (the
+    shape checks done once, where the batch entered)."""
+    if res.norm_first:  # x + Dropout(Sublayer(LayerNorm(x)))
+        return x + fast_dropout(sublayer(res.norm(x)), res.dropout)
+    return res.norm(x + fast_dropout(sublayer(x), res.dropout))
+
 # %% ../nbs/24_speed.ipynb #600678c3
 class Rows(NamedTuple):
     """Which positions of a (B, T) grid are computed: `index` into the flattened grid
@@ -364,9 +424,8 @@ def packed_attention(
 def packed_ffn(ffn: nn.Module, rows: Tensor, onednn: bool = False) -> Tensor:
     "Chapter 06's FeedForward on rows (N, D) -> (N, D), its products by `linear`."
     h = linear(rows, ffn.linear1.weight, ffn.linear1.bias, onednn)  # (N, F)
-    return linear(
-        ffn.dropout(ffn.activation(h)), ffn.linear2.weight, ffn.linear2.bias, onednn
-    )
+    h = fast_dropout(ffn.activation(h), ffn.dropout)  # part 3's dropout
+    return linear(h, ffn.linear2.weight, ffn.linear2.bias, onednn)
 
 
 def packed_decoder_states(
@@ -403,8 +462,8 @@ def packed_decoder_states(
         attend = partial(
             packed_attention, layer.self_attn, at=src_at, mask=src_mask, onednn=onednn
         )
-        x = layer.attn_res(x, attend)
-        x = layer.ffn_res(x, partial(ffn, layer.ffn))
+        x = _residual(layer.attn_res, x, attend)  # part 3's dropout, as below
+        x = _residual(layer.ffn_res, x, partial(ffn, layer.ffn))
     memory = (model.encoder.norm(x), src_at)
     # a target position is needed if it or a later one is kept (causal attention)
     needed = keep.flip(1).cumsum(1).flip(1) > 0  # (B, T)
@@ -416,11 +475,11 @@ def packed_decoder_states(
         attend = partial(
             packed_attention, layer.self_attn, at=tgt_at, mask=causal, onednn=onednn
         )
-        y = layer.self_res(y, attend)
+        y = _residual(layer.self_res, y, attend)
         cross = partial(packed_attention, layer.cross_attn, at=tgt_at, mask=src_mask,
                         memory=memory, onednn=onednn)
-        y = layer.cross_res(y, cross)
-        y = layer.ffn_res(y, partial(ffn, layer.ffn))
+        y = _residual(layer.cross_res, y, cross)
+        y = _residual(layer.ffn_res, y, partial(ffn, layer.ffn))
     y = model.decoder.norm(y)  # (N_tgt, D)
     kept = keep[needed]  # which computed rows are kept, (N_tgt,)
     return y if bool(kept.all()) else y[kept]

@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import fused_attention
-from .fast import Affine, affine, onednn_measured_faster, pack_affine
+from .fast import Affine, affine, pack_affine
+from .fast import onednn_available, onednn_measured_faster
 from .inference import KVCache, Step
 from .model import Transformer
 from .positional import PositionalEncoding
@@ -37,15 +38,15 @@ ONEDNN_MIN_ROWS = 4
 
 def use_onednn(model: Transformer, rows: int, kind: str = "decode") -> bool:
     """Whether FastDecoder should multiply by oneDNN's prepacked matrices: from 4 rows a
-    step, float32 on a CPU with oneDNN, no autocast, and measured faster here (kind
-    'decode': the layers' products; 'logits': the output projection)."""
+    step, float32 on a CPU with oneDNN and both of its operators (onednn_available), no
+    autocast, and measured faster here (kind 'decode': the layers' products; 'logits':
+    the output projection)."""
     p = next(model.parameters())
     return (
         rows >= ONEDNN_MIN_ROWS
         and p.device.type == "cpu"
         and p.dtype == torch.float32
-        and torch.backends.mkldnn.is_available()
-        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+        and onednn_available()
         and not torch.is_autocast_enabled("cpu")
         and onednn_measured_faster(kind)
     )
