@@ -11,6 +11,7 @@ import transformer_lit.fast as fast
 from transformer_lit.data import Batch
 from transformer_lit.fast import DROPOUT_LEVELS, FastDropout, fast_dropout, keep_mask
 from transformer_lit.model import Transformer, TransformerConfig
+from transformer_lit.validate import ArgumentError
 
 
 def rounded(p: float) -> float:
@@ -104,3 +105,18 @@ def test_the_fast_step_takes_it_for_every_residual_and_feed_forward_dropout(monk
     first = fast.fast_loss(model, batch)[0]
     torch.manual_seed(1)
     assert torch.equal(first, fast.fast_loss(model, batch)[0])
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.0, float("nan"), "0.1", True, None])
+def test_a_rate_that_is_not_a_probability_is_refused_naming_p(p):
+    with pytest.raises(ArgumentError, match=r"^p must be"):
+        keep_mask((4,), p)
+    with pytest.raises(ArgumentError, match=r"^p must be"):
+        FastDropout.apply(torch.ones(4), p)
+
+
+def test_a_rate_that_16_bits_round_to_1_is_refused_not_divided_by_zero():
+    with pytest.raises(ArgumentError, match=r"^p must be below 1 - 2\^-17"):
+        FastDropout.apply(torch.ones(4), 1 - 1e-6)
+    torch.manual_seed(0)
+    assert not keep_mask((4,), 1 - 2**-16).any()   # 65,535 of 65,536 dropped: still a rate

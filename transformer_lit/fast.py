@@ -28,15 +28,15 @@ from .masking import causal_mask, padding_mask
 from .model import Transformer, check_token_shape
 from .recipe import TrainSettings
 from .training import LossTerms, smoothed_terms, train_step
-from .validate import check_probability
+from .validate import ArgumentError, check_probability
 
 # %% auto #0
 __all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'MEASURED_LIMIT', 'ONEDNN_MARGIN', 'DROPOUT_BITS', 'DROPOUT_LEVELS',
            'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'OneDNNLinear', 'linear', 'onednn_available',
            'use_onednn_products', 'check_onednn', 'Affine', 'pack_affine', 'affine', 'onednn_measured_faster',
-           'keep_mask', 'FastDropout', 'fast_dropout', 'Rows', 'rows_of', 'to_grid', 'from_grid', 'packed_attention',
-           'packed_ffn', 'packed_decoder_states', 'fast_loss', 'FastStepFallback', 'fast_train_step',
-           'training_step_for']
+           'dropped_levels', 'keep_mask', 'FastDropout', 'fast_dropout', 'Rows', 'rows_of', 'to_grid', 'from_grid',
+           'packed_attention', 'packed_ffn', 'packed_decoder_states', 'fast_loss', 'FastStepFallback',
+           'fast_train_step', 'training_step_for']
 
 # %% ../nbs/24_speed.ipynb #d183e068
 class SmoothedCrossEntropy(torch.autograd.Function):
@@ -305,6 +305,17 @@ DROPOUT_BITS = 16  # random bits per dropout decision: p rounded to a multiple o
 DROPOUT_LEVELS = 2**DROPOUT_BITS
 
 
+def dropped_levels(p: float) -> int:
+    """round(p * 2^16): how many of the 2^16 values of a chunk are dropped, for a rate p
+    in [0, 1) that 16 bits do not round to 1."""
+    levels = round(check_probability("p", p) * DROPOUT_LEVELS)
+    if levels == DROPOUT_LEVELS:
+        raise ArgumentError(
+            f"p must be below 1 - 2^-17 for 16-bit decisions, got {p!r}"
+        )
+    return levels
+
+
 def keep_mask(shape: tuple[int, ...], p: float) -> Tensor:
     """A bool tensor of shape on the CPU, each entry True (kept) with probability
     1 - p', p' = p rounded to a multiple of 2^-16: four 16-bit chunks of each 64-bit
@@ -313,7 +324,7 @@ def keep_mask(shape: tuple[int, ...], p: float) -> Tensor:
     # the full 64-bit range: from -2^63, no upper bound given
     words = torch.empty(-(-n // 4), dtype=torch.int64).random_(-(2**63), None)
     chunks = words.view(torch.int16)[:n].view(shape)  # uniform on -2^15 .. 2^15 - 1
-    return chunks >= round(p * DROPOUT_LEVELS) - DROPOUT_LEVELS // 2
+    return chunks >= dropped_levels(p) - DROPOUT_LEVELS // 2
 
 
 class FastDropout(torch.autograd.Function):
@@ -323,7 +334,7 @@ class FastDropout(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: Tensor, p: float) -> Tensor:
         keep = keep_mask(x.shape, p)
-        ctx.scale = DROPOUT_LEVELS / (DROPOUT_LEVELS - round(p * DROPOUT_LEVELS))
+        ctx.scale = DROPOUT_LEVELS / (DROPOUT_LEVELS - dropped_levels(p))
         ctx.save_for_backward(keep)
         return x.mul(keep).mul_(ctx.scale)
 
