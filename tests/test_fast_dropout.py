@@ -57,11 +57,22 @@ def test_output_and_gradient_are_the_mask_times_the_scale(dtype):
     y = FastDropout.apply(x, 0.3)
     torch.manual_seed(4)
     keep = keep_mask(x.shape, 0.3)
-    scale = 1 / (1 - rounded(0.3))
+    mask = keep.to(dtype) * (1 / (1 - rounded(0.3)))   # 1 / (1 - p') in x's dtype, or 0
     assert y.dtype == dtype
-    torch.testing.assert_close(y, x.detach() * keep * scale, rtol=0, atol=0)
+    torch.testing.assert_close(y, x.detach() * mask, rtol=0, atol=0)
+    exact = x.detach().double() * keep / (1 - rounded(0.3))
+    torch.testing.assert_close(y.double(), exact, rtol=1e-2 if dtype == torch.bfloat16 else 1e-6, atol=0)
     (dx,) = torch.autograd.grad(y, x, dy)
-    torch.testing.assert_close(dx, dy * keep * scale, rtol=0, atol=0)
+    torch.testing.assert_close(dx, dy * mask, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float32, torch.bfloat16])
+def test_the_mask_comes_in_the_dtype_asked_for(dtype):
+    torch.manual_seed(8)
+    decisions = keep_mask((50, 40), 0.2)
+    torch.manual_seed(8)
+    mask = keep_mask((50, 40), 0.2, dtype)
+    assert mask.dtype == dtype and torch.equal(mask.bool(), decisions)
 
 
 def test_the_expectation_is_the_input():

@@ -316,32 +316,35 @@ def dropped_levels(p: float) -> int:
     return levels
 
 
-def keep_mask(shape: tuple[int, ...], p: float) -> Tensor:
-    """A bool tensor of shape on the CPU, each entry True (kept) with probability
-    1 - p', p' = p rounded to a multiple of 2^-16: four 16-bit chunks of each 64-bit
-    draw."""
+def keep_mask(
+    shape: tuple[int, ...], p: float, dtype: torch.dtype = torch.bool
+) -> Tensor:
+    """A tensor of shape on the CPU, each entry kept (True, or 1 in another dtype) with
+    probability 1 - p', p' = p rounded to a multiple of 2^-16, else False (0): four
+    16-bit chunks of each 64-bit draw."""
+    threshold = dropped_levels(p) - DROPOUT_LEVELS // 2
     n = math.prod(shape)
     # the full 64-bit range: from -2^63, no upper bound given
     words = torch.empty(-(-n // 4), dtype=torch.int64).random_(-(2**63), None)
     chunks = words.view(torch.int16)[:n].view(shape)  # uniform on -2^15 .. 2^15 - 1
-    return chunks >= dropped_levels(p) - DROPOUT_LEVELS // 2
+    return torch.ge(chunks, threshold, out=torch.empty(shape, dtype=dtype))
 
 
 class FastDropout(torch.autograd.Function):
-    """F.dropout(x, p, training=True) on the CPU from keep_mask's decisions: kept values
-    scaled by 1 / (1 - p'), the others zero; the gradient through the same mask."""
+    """F.dropout(x, p, training=True) on the CPU from keep_mask's decisions: x times a
+    mask, in x's dtype, of 1 / (1 - p') where kept and 0 elsewhere; the gradient too."""
 
     @staticmethod
     def forward(ctx, x: Tensor, p: float) -> Tensor:
-        keep = keep_mask(x.shape, p)
-        ctx.scale = DROPOUT_LEVELS / (DROPOUT_LEVELS - dropped_levels(p))
-        ctx.save_for_backward(keep)
-        return x.mul(keep).mul_(ctx.scale)
+        scale = DROPOUT_LEVELS / (DROPOUT_LEVELS - dropped_levels(p))  # 1 / (1 - p')
+        mask = keep_mask(x.shape, p, x.dtype).mul_(scale)
+        ctx.save_for_backward(mask)
+        return x * mask
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        (keep,) = ctx.saved_tensors
-        return grad.mul(keep).mul_(ctx.scale), None
+        (mask,) = ctx.saved_tensors
+        return grad * mask, None
 
 
 def fast_dropout(x: Tensor, module: nn.Module) -> Tensor:
