@@ -1,14 +1,18 @@
-"""train_step on real batches (chapter 13's corpus, length-bucketed as `fit` makes them), its
-products by oneDNN against F.linear (MKL), interleaved batch by batch on the same weights.
+"""Training steps on real batches (chapter 13's corpus, length-bucketed as `fit` makes them):
+chapter 24's fast step with its products by oneDNN and by F.linear (MKL), and chapter 13's plain
+train_step, interleaved batch by batch on the same weights.
 
     python benchmarks/bench_train_real.py                  # presets cpu and small, 24 batches
     python benchmarks/bench_train_real.py --batches 8 --presets cpu
 
 Where chapter 24's bench_peers.py times one synthetic batch against other libraries, this
-measures what a real run gains: target tokens per second of training steps, both ways, on the
+measures what a real run gains: target tokens per second of training steps, each way, on the
 first batches of an epoch of the training books (the shipped model's tokenizer encodes them).
-Both sides start from the same weights and take the same batches; each batch is timed once each
-way, in alternating order. Writes transformer_lit/results/train_real_cpu.json.
+All sides start from the same weights and take the same batches; each batch is timed once each
+way, in rotating order. `speedup_onednn` is F.linear's time over oneDNN's (both fast steps);
+`speedup_fast` is the plain step's time over the fast step the command line takes (its
+products as use_onednn_products chooses here). Writes transformer_lit/results/train_real_cpu.json:
+keep another host's file as train_real_cpu_<host>.json (git mv) before measuring here.
 """
 from __future__ import annotations
 
@@ -27,38 +31,44 @@ from transformer_lit.data import make_batches, split_by_book, encode_pairs
 from transformer_lit.model import Transformer
 from transformer_lit.pretrained import load_pretrained
 from transformer_lit.recipe import preset_config, preset_settings
-from transformer_lit.training import make_optimizer
+from transformer_lit.training import make_optimizer, train_step
 
 
 def time_preset(preset: str, examples, n_batches: int, vocab: int) -> dict:
-    "Seconds per train_step on n_batches real batches, products by oneDNN and by F.linear."
+    "Seconds per step on n_batches real batches: the fast step both ways, and the plain one."
     settings = preset_settings(preset, max_steps=n_batches)
     batches = [b for _, b in zip(range(n_batches + 2), make_batches(examples, settings.max_tokens, seed=0))]
     torch.manual_seed(0)
     base = Transformer(preset_config(preset, vocab)).train()
     sides = {}
-    for name in ("onednn", "f_linear"):
+    for name in ("onednn", "f_linear", "plain"):
         model = Transformer(preset_config(preset, vocab)).train()
         model.load_state_dict(base.state_dict())
         sides[name] = (model, make_optimizer(model, settings))
     seconds = {name: [] for name in sides}
     for i, batch in enumerate(batches):
-        order = list(sides) if i % 2 == 0 else list(sides)[::-1]
+        names = list(sides)
+        order = names[i % 3:] + names[:i % 3]   # each side first, second and last in turn
         for name in order:
             model, optimizer = sides[name]
             with mock.patch.object(fast, "use_onednn_products", lambda m, o=name == "onednn": o):
                 start = time.perf_counter()
-                fast.fast_train_step(model, batch, optimizer, 1e-4, settings)
+                if name == "plain":          # chapter 13's step: nn.Dropout, full grid
+                    train_step(model, batch, optimizer, 1e-4, settings)
+                else:
+                    fast.fast_train_step(model, batch, optimizer, 1e-4, settings)
                 elapsed = time.perf_counter() - start
             if i >= 2:                       # the first two batches warm up
                 seconds[name].append(elapsed)
     tokens = sum(int((b.tgt_out != 0).sum()) for b in batches[2:])
     total = {name: sum(s) for name, s in seconds.items()}
+    chosen = "onednn" if fast.use_onednn_products(base) else "f_linear"
     return {"preset": preset, "batches": n_batches, "max_tokens": settings.max_tokens,
             "target_tokens": tokens,
             "median_step_seconds": {k: statistics.median(v) for k, v in seconds.items()},
             "target_tokens_per_second": {k: tokens / t for k, t in total.items()},
-            "speedup_onednn": total["f_linear"] / total["onednn"]}
+            "speedup_onednn": total["f_linear"] / total["onednn"],
+            "fast_products": chosen, "speedup_fast": total["plain"] / total[chosen]}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -80,9 +90,11 @@ def main(argv: list[str] | None = None) -> dict:
         r = rows[-1]
         print(f"{preset}: {r['target_tokens_per_second']['onednn']:,.0f} target tokens/s by oneDNN, "
               f"{r['target_tokens_per_second']['f_linear']:,.0f} by F.linear: "
-              f"{r['speedup_onednn']:.2f}x", flush=True)
-    payload = {"what": "train_step on real batches of chapter 13's corpus, products by oneDNN "
-                       "(OneDNNLinear) against F.linear (MKL), interleaved batch by batch",
+              f"{r['speedup_onednn']:.2f}x; {r['target_tokens_per_second']['plain']:,.0f} by the "
+              f"plain step: the fast one ({r['fast_products']}) {r['speedup_fast']:.2f}x", flush=True)
+    payload = {"what": "training steps on real batches of chapter 13's corpus: the fast step "
+                       "with its products by oneDNN (OneDNNLinear) and by F.linear (MKL), and "
+                       "the plain train_step, interleaved batch by batch",
                "device_type": "cpu", "threads": torch.get_num_threads(),
                "capability": torch.backends.cpu.get_cpu_capability(),
                "chosen_by_use_onednn_products": fast.use_onednn_products(Transformer(preset_config("cpu", 100))),

@@ -149,14 +149,26 @@ def test_peers_benchmark_records_what_ran_and_where(name):
         assert ("mkldnn::_linear_pointwise" in top) == case["ours_onednn"]
 
 
-def test_real_batch_training_benchmark_is_consistent():
-    run = load("train_real_cpu.json")
+@pytest.mark.parametrize("name", ["train_real_cpu.json"] + sorted(
+    p.name for p in RESULTS.glob("train_real_cpu_*.json")))
+def test_real_batch_training_benchmark_is_consistent(name):
+    run = load(name)
     assert {r["preset"] for r in run["presets"]} == {"cpu", "small"}
     for r in run["presets"]:
         assert r["max_tokens"] == preset_settings(r["preset"], max_steps=1).max_tokens
         rate = r["target_tokens_per_second"]
         assert math.isclose(r["speedup_onednn"], rate["onednn"] / rate["f_linear"], rel_tol=1e-9)
         assert r["target_tokens"] > 0 and r["batches"] > 0
+        if "plain" in rate:   # runs since the plain step was timed beside the fast one
+            assert r["fast_products"] == ("onednn" if run["chosen_by_use_onednn_products"] else "f_linear")
+            fast = rate[r["fast_products"]]
+            assert math.isclose(r["speedup_fast"], fast / rate["plain"], rel_tol=1e-9)
+
+
+def test_real_batch_runs_kept_beside_the_latest_come_from_other_hosts():
+    names = ["train_real_cpu.json"] + sorted(p.name for p in RESULTS.glob("train_real_cpu_*.json"))
+    hosts = [tuple(load(n)["cpu"][k] for k in ("vendor", "family", "model")) for n in names]
+    assert len(set(hosts)) == len(hosts), dict(zip(names, hosts))
 
 
 def test_peers_runs_kept_beside_the_latest_come_from_other_hosts():
