@@ -100,3 +100,46 @@ def test_the_core_path_fits_its_screens():
     counts = {stem: screens.screens(stem) for stem in core}
     assert "18_your_model" in counts and sum(counts.values()) <= 160, sum(counts.values())
     assert max(counts.values()) <= 22, counts
+
+
+def package_map() -> list[tuple[str, list[tuple[str, str]]]]:
+    """The map in the package's docstring (`help(transformer_lit)`): [(part, [(module,
+    chapter number), ...]), ...], read from its indented 'module  NN  what' lines."""
+    import transformer_lit
+    parts = []
+    for line in transformer_lit.__doc__.split("To translate")[0].splitlines():
+        row = re.fullmatch(r"  ([a-z_.]+) +(\d\d)  \S.*", line)
+        if line in TOC_CAPTIONS:
+            parts.append((line, []))
+        elif row:
+            parts[-1][1].append(row.groups())
+    return parts
+
+
+TOC_CAPTIONS = re.findall(r"caption:\s*(.+)", (ROOT / "_toc.yml").read_text())
+
+
+def test_the_package_docstring_maps_every_module_to_its_chapter_and_part():
+    """help(transformer_lit) lists every exported module once, under the part of the book
+    its chapter is in, with that chapter's number, in reading order."""
+    chapters = toc_chapters()
+    parts = re.split(r"caption:\s*", (ROOT / "_toc.yml").read_text())[1:]
+    part_of = {stem: part.splitlines()[0].strip()
+               for part in parts for stem in re.findall(r"file:\s*nbs/(\S+)", part)}
+    expected = []
+    for stem in chapters:
+        module = exported_module(code(stem))
+        if module:
+            part = part_of[stem]
+            if not expected or expected[-1][0] != part:
+                expected.append((part, []))
+            expected[-1][1].append((module.removesuffix(".__init__"), stem[:2]))
+    assert expected and package_map() == expected
+
+
+def test_the_package_docstring_example_runs():
+    import doctest
+
+    import transformer_lit
+    result = doctest.testmod(transformer_lit, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 5 and result.failed == 0, result
