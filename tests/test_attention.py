@@ -238,6 +238,13 @@ BAD_INPUTS = [
     ("d_model not divisible", lambda: MultiHeadAttention(10, 3), ValueError, "d_model .* n_heads"),
     ("zero heads", lambda: MultiHeadAttention(8, 0), ValueError, "n_heads"),
     ("dropout out of range", lambda: MultiHeadAttention(8, 2, dropout=1.0), ValueError, "dropout"),
+    # the same rules, and words, as TransformerConfig's (validate's checks)
+    ("d_model a float", lambda: MultiHeadAttention(8.0, 2), ValueError,
+     r"^d_model must be a positive int, got 8\.0$"),
+    ("heads a bool", lambda: MultiHeadAttention(8, True), ValueError,
+     "^n_heads must be a positive int, got True$"),
+    ("dropout below 0", lambda: MultiHeadAttention(8, 2, dropout=-0.1), ValueError,
+     r"^dropout must be a number in \[0\.0, 1\.0\), got -0\.1$"),
     ("query rank", lambda: MHA(X[0], MEM, MEM), ValueError, "query"),
     ("query width", lambda: MHA(X[..., :8], MEM, MEM), ValueError, "query"),
     ("key width", lambda: MHA(X, MEM[..., :8], MEM), ValueError, "key"),

@@ -12,6 +12,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transformer_lit.validate import (
+    ArgumentError, check_positive_int, check_probability,
+)
+
 # %% auto #0
 __all__ = ['check_mask', 'open_empty_rows', 'attention_weights', 'scaled_dot_product_attention', 'split_heads', 'merge_heads',
            'fused_attention', 'check_qkv', 'AttentionCache', 'MultiHeadAttention', 'copy_from_torch_mha',
@@ -143,13 +147,13 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
         super().__init__()
-        if n_heads < 1 or d_model < 1 or d_model % n_heads:
-            raise ValueError(
-                f"d_model (= {d_model}) must be a positive multiple of n_heads (= "
-                    f"{n_heads})"
+        check_positive_int("d_model", d_model)
+        check_positive_int("n_heads", n_heads)
+        if d_model % n_heads:
+            raise ArgumentError(
+                f"d_model (= {d_model}) must be divisible by n_heads (= {n_heads})"
             )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        check_probability("dropout", dropout)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.dropout = dropout  # on the attention weights, training mode only
         self.q_proj, self.k_proj = (

@@ -28,7 +28,9 @@ from .masking import causal_mask, padding_mask
 from .model import Transformer, check_token_shape
 from .recipe import TrainSettings
 from .training import LossTerms, smoothed_terms, train_step
-from .validate import ArgumentError, check_probability
+from transformer_lit.validate import (
+    ArgumentError, check_choice, check_probability,
+)
 
 # %% auto #0
 __all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'MEASURED_LIMIT', 'ONEDNN_MARGIN', 'DROPOUT_BITS', 'DROPOUT_LEVELS',
@@ -174,7 +176,7 @@ def check_onednn(model: nn.Module, onednn: bool | None) -> bool:
     if onednn is None:
         return use_onednn_products(model)
     if not isinstance(onednn, bool):
-        raise ValueError(f"onednn must be True, False or None, got {onednn!r}")
+        raise ArgumentError(f"onednn must be True, False or None, got {onednn!r}")
     p = next(model.parameters())
     if onednn and (p.device.type != "cpu" or p.dtype != torch.float32):
         raise ValueError(
@@ -271,10 +273,10 @@ def _measured_times(times: object) -> bool:
 
 @cache
 def onednn_measured_faster(kind: str) -> bool:
-    """Whether oneDNN's products took at most 0.9 of the plain ones' time on this CPU
-    (kind 'train', 'decode' or 'logits'): measured once per CPU and PyTorch, cached."""
-    if kind not in ("train", "decode", "logits"):
-        raise ValueError(f"kind must be 'train', 'decode' or 'logits', got {kind!r}")
+    """Whether oneDNN's products took at most ONEDNN_MARGIN of the plain ones' time on
+    this CPU (kind 'train', 'decode' or 'logits'): measured once per CPU and PyTorch,
+    cached."""
+    check_choice("kind", kind, ("train", "decode", "logits"))
     if not onednn_available():
         return False
     key = _cpu_key()
