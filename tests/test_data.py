@@ -296,8 +296,13 @@ def test_tokenizer_serializes_and_trains_deterministically(tokenizer):
 
 
 def test_tokenizer_rejects_bad_arguments(tmp_path):
-    with pytest.raises(ValueError, match="vocab_size"):
+    with pytest.raises(ValueError, match="^vocab_size must be an int >= 5, got 4$"):
         train_tokenizer(["a b c"], vocab_size=4)
+    with pytest.raises(ValueError, match="^vocab_size must be an int >= 5, got '8000'$"):
+        train_tokenizer(["a b c"], vocab_size="8000")   # not a TypeError from a comparison
+    for max_len in (1, 2.5, True):
+        with pytest.raises(ValueError, match="^max_len must be an int >= 2, got "):
+            encode_pairs([], None, max_len=max_len)
     other = tmp_path / "other"   # a sentencepiece model with the library's default ids (unk=0, bos=1, eos=2)
     spm.SentencePieceTrainer.train(sentence_iterator=iter(["a b c d e f"] * 5), model_prefix=str(other),
                                    vocab_size=10, minloglevel=2, hard_vocab_limit=False)

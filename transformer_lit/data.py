@@ -20,6 +20,7 @@ from transformer_lit.corpus import (
     Pair,
     Verse,
 )
+from .validate import check_int
 
 # %% auto #0
 __all__ = ['VALID_BOOKS', 'TEST_BOOKS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_PIECES', 'split_by_book',
@@ -97,10 +98,7 @@ class SubwordTokenizer:
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000) -> SubwordTokenizer:
     """Train a BPE vocabulary of at most vocab_size pieces on the given sentences
     (training split only)."""
-    if vocab_size <= len(SPECIAL_PIECES):
-        raise ValueError(
-            f"vocab_size must exceed {len(SPECIAL_PIECES)}, got {vocab_size}"
-        )
+    check_int("vocab_size", vocab_size, low=len(SPECIAL_PIECES) + 1)
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(texts),
@@ -137,10 +135,8 @@ def encode_pairs(
 ) -> tuple[list[EncodedPair], int]:
     """Encode English as source and French as target; drop pairs whose S or T would
     exceed max_len; return (kept, n_dropped)."""
-    if max_len is not None and max_len < 2:
-        raise ValueError(
-            f"max_len must be at least 2 (one token plus BOS/EOS), got {max_len}"
-        )
+    if max_len is not None:  # room for one token and BOS or EOS
+        check_int("max_len", max_len, low=2)
     # each distinct text once: with several versions, a verse's English text comes in
     # one pair per French version, and its French in one per English version; the
     # pairs that share a text share its list of ids (read, never changed in place)
