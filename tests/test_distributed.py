@@ -69,6 +69,14 @@ def test_shards_are_disjoint_and_equal_in_size():
     assert sorted(sum(parts, [])) == items[:9] and take_shard(items, 0, 1) == items
 
 
+@pytest.mark.parametrize("rank, world, words", [(3, 2, r"rank must be an int in \[0, 1\], got 3"),
+                                                (-1, 2, r"rank must be an int in \[0, 1\], got -1"),
+                                                (0, 0, "world must be a positive int, got 0")])
+def test_a_rank_outside_the_world_is_refused_not_given_nothing(rank, world, words):
+    with pytest.raises(ValueError, match=words):   # rank 3 of 2 used to get []
+        take_shard(list(range(10)), rank, world)
+
+
 def test_first_step_gradient_is_the_average_of_the_shards(tmp_path):
     (tmp_path / "step.py").write_text(STEP)
     done = subprocess.run(TORCHRUN + [str(tmp_path / "step.py"), str(tmp_path), str(Path(__file__).parent)],

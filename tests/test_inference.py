@@ -10,7 +10,7 @@ import torch
 from transformer_lit.data import train_tokenizer
 from transformer_lit.validate import ArgumentError
 from transformer_lit.inference import (InputTruncatedWarning, KVCache, beam_search, decode_step, gnmt_length_penalty,
-                                       greedy_decode, new_cache, translate)
+                                       greedy_decode, new_cache, output_limit, translate)
 from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
 
 BOS, EOS = 1, 2
@@ -281,6 +281,17 @@ def test_translate_refuses_a_single_string(translator):
     with pytest.raises(ValueError, match=r"sentences must be a list of str.*\[text\]"):
         translate(model, tokenizer, "Light.")
     assert len(translate(model, tokenizer, ("Light.", "Amen."))) == 2   # any other sequence is fine
+
+
+def test_translate_and_output_limit_refuse_values_of_the_wrong_kind(translator):
+    model, tokenizer = translator
+    with pytest.raises(ArgumentError, match="^use_cache must be True or False, got 1$"):
+        translate(model, tokenizer, ["x"], use_cache=1)
+    with pytest.raises(ArgumentError, match="^source_tokens must be an int >= 0, got -1$"):
+        output_limit(-1, 100)   # used to give 8
+    with pytest.raises(ArgumentError, match="^max_len must be an int >= 2, got '9'$"):
+        output_limit(3, "9")
+    assert output_limit(10, 100) == 25 and output_limit(100, 100) == 99
 
 
 @pytest.mark.parametrize("bad, words", [([1, "x"], "sentences[0] must be a str"),

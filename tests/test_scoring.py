@@ -9,6 +9,7 @@ from transformer_lit.analysis import (LENGTH_BAND, failure_modes, length_ratio, 
                                       merge_names, modern_path, name_dictionary, name_errors,
                                       repeated_ngrams, tokens, untranslated_words, vocabulary)
 from transformer_lit.corpus import Verse
+from transformer_lit.validate import ArgumentError
 from transformer_lit.scoring import (bleu, corpus_scores, like_for_like, reference_scores,
                                      translated_verses)
 
@@ -230,3 +231,26 @@ def test_translated_verses_reads_back_the_recorded_verses_and_refuses_others():
     for wrong in (verses[:1], verses[::-1]):                   # one missing; another order
         with pytest.raises(ValueError, match=r"^verses: not the test verses the record"):
             translated_verses(record, "test", wrong)
+
+
+@pytest.mark.parametrize("call, words", [
+    # a str is a sequence of characters: scored as one, each character was a sentence
+    # (bleu("Dieu est amour.", "Dieu est amour.") gave 0.0)
+    (lambda: bleu("Dieu est amour.", "Dieu est amour."), "^hypotheses must be a list of str"),
+    (lambda: bleu(["a"], "a"), "^references must be a list of str"),
+    (lambda: bleu(["a"], ["a", "b"]), "^hypotheses and references must pair up, got 1 and 2$"),
+    (lambda: bleu(["a", None], ["a", "b"]), r"^hypotheses\[1\] must be a str, got None$"),
+    (lambda: reference_scores(["a"], "a"), "^reference must be a list of str"),
+    (lambda: corpus_scores(["a"], {}), "^references must hold one or more streams, got none$"),
+    (lambda: corpus_scores(["a"], {"l": ["a"], "5": ["a", "b"]}),
+     r"^hypotheses and references\['5'\] must pair up, got 1 and 2$"),
+    (lambda: length_ratio("a b", []), "^references must hold one or more texts, got none$"),
+])
+def test_scores_refuse_what_is_not_paired_lists_of_texts(call, words):
+    with pytest.raises(ArgumentError, match=words):
+        call()
+
+
+def test_a_one_sentence_corpus_is_scored_as_one_sentence():
+    assert bleu(["Dieu est amour."], ["Dieu est amour."]) == pytest.approx(100)
+    assert corpus_scores(["a b c d"], {"l": ["a b c d"]})["chrf"] == pytest.approx(100)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .corpus import ENGLISH_VERSIONS, FRENCH_VERSIONS, Verse
+from .validate import ArgumentError
 
 # %% auto #0
 __all__ = ['LENGTH_BAND', 'MODERN_FILE', 'MODERN_HEADER', 'tokens', 'words', 'repeated_ngrams', 'untranslated_words',
@@ -89,6 +90,8 @@ LENGTH_BAND = (2 / 3, 3 / 2)
 def length_ratio(hypothesis: str, references: Sequence[str]) -> float:
     """Tokens of hypothesis over tokens of the reference closest to it in length (BLEU's
     choice of reference length)."""
+    if not references:
+        raise ArgumentError("references must hold one or more texts, got none")
     n = len(tokens(hypothesis))
     closest = min((len(tokens(r)) for r in references), key=lambda m: (abs(m - n), m))
     return n / max(closest, 1)

@@ -27,6 +27,7 @@ from transformer_lit.model import (
     greedy_decode_uncached,
 )
 from transformer_lit.validate import (
+    check_bool,
     check_int,
     check_number,
     check_positive_int,
@@ -429,6 +430,8 @@ def _warn_truncated(model: Transformer, tokens: list[int]) -> None:
 def output_limit(source_tokens: int, max_len: int) -> int:
     """Most tokens a translation of a source of source_tokens tokens (eos included) may
     have: 1.5 times as many plus 10, at most max_len - 1."""
+    check_int("source_tokens", source_tokens, low=0)
+    check_int("max_len", max_len, low=2)
     return min(source_tokens + source_tokens // 2 + 10, max_len - 1)
 
 # %% ../nbs/15_inference.ipynb #febad685
@@ -531,6 +534,7 @@ def translate(
     search. decoder(model, rows): the step for a batch (decode_step unless given);
     pick: greedy's choice of token (the argmax unless given)."""
     sentences = check_texts("sentences", sentences)  # each item a str, named if not
+    check_bool("use_cache", use_cache)
     _check_beam_args(model, beam_size, length_penalty)  # before any work, even for []
     decode = _batch_decoder(model, beam_size, use_cache, length_penalty, decoder, pick)
     done = decode_in_batches(model, tokenizer, sentences, decode, batch_size)

@@ -11,20 +11,30 @@ from typing import Any
 import sacrebleu
 
 from .corpus import Verse
+from .validate import ArgumentError, check_texts
 
 # %% auto #0
 __all__ = ['bleu', 'corpus_scores', 'reference_scores', 'like_for_like', 'translated_verses']
 
 # %% ../nbs/16_evaluation.ipynb #e9bb83a5
+def _paired_texts(
+    hypotheses: Sequence[str], references: Sequence[str], name: str = "references"
+) -> tuple[list[str], list[str]]:
+    """Both as lists of str of one length; else ArgumentError naming the argument. A
+    lone str is refused: scored as a sequence, each character would be a sentence."""
+    hyps, refs = check_texts("hypotheses", hypotheses), check_texts(name, references)
+    if len(hyps) != len(refs):
+        raise ArgumentError(
+            f"hypotheses and {name} must pair up, got {len(hyps)} and {len(refs)}"
+        )
+    return hyps, refs
+
+
 def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
     """Corpus BLEU (0-100) of hypotheses against one reference each: sacrebleu's
     defaults, 13a tokenization."""
-    if len(hypotheses) != len(references):
-        raise ValueError(
-            f"hypotheses and references must pair up, got {len(hypotheses)} and "
-                f"{len(references)}"
-        )
-    return sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score
+    hyps, refs = _paired_texts(hypotheses, references)
+    return sacrebleu.corpus_bleu(hyps, [refs]).score
 
 # %% ../nbs/16_evaluation.ipynb #4beac375
 def corpus_scores(
@@ -32,18 +42,16 @@ def corpus_scores(
 ) -> dict[str, Any]:
     """sacrebleu's BLEU and chrF against every reference stream at once, BLEU against
     the first alone, and signatures."""
-    if not references or any(len(r) != len(hypotheses) for r in references.values()):
-        raise ValueError(
-            f"references must be one or more streams of {len(hypotheses)} "
-                f"sentences, got "
-            f"{ {k: len(r) for k, r in references.items()} }"
-        )
-    streams = [list(r) for r in references.values()]
+    if not references:
+        raise ArgumentError("references must hold one or more streams, got none")
+    pairs = [_paired_texts(hypotheses, r, f"references[{k!r}]")
+             for k, r in references.items()]
+    hyps, streams = pairs[0][0], [refs for _, refs in pairs]
     multi_bleu, chrf, single = sacrebleu.BLEU(), sacrebleu.CHRF(), sacrebleu.BLEU()
     scores = {
-        "bleu": multi_bleu.corpus_score(list(hypotheses), streams).score,
-        "chrf": chrf.corpus_score(list(hypotheses), streams).score,
-        "bleu_single": single.corpus_score(list(hypotheses), streams[:1]).score,
+        "bleu": multi_bleu.corpus_score(hyps, streams).score,
+        "chrf": chrf.corpus_score(hyps, streams).score,
+        "bleu_single": single.corpus_score(hyps, streams[:1]).score,
     }
     return {
         **scores,
@@ -59,16 +67,11 @@ def reference_scores(
 ) -> dict[str, Any]:
     """BLEU and chrF of hypotheses against ONE reference stream, with sacrebleu's
     signatures (nrefs:1)."""
-    if len(hypotheses) != len(reference):
-        raise ValueError(
-            f"hypotheses and reference must pair up, got {len(hypotheses)} and "
-            f"{len(reference)}"
-        )
+    hyps, refs = _paired_texts(hypotheses, reference, "reference")
     bleu_metric, chrf_metric = sacrebleu.BLEU(), sacrebleu.CHRF()
-    hyps, refs = list(hypotheses), [list(reference)]
     return {
-        "bleu": bleu_metric.corpus_score(hyps, refs).score,
-        "chrf": chrf_metric.corpus_score(hyps, refs).score,
+        "bleu": bleu_metric.corpus_score(hyps, [refs]).score,
+        "chrf": chrf_metric.corpus_score(hyps, [refs]).score,
         "bleu_signature": str(bleu_metric.get_signature()),
         "chrf_signature": str(chrf_metric.get_signature()),
     }

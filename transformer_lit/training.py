@@ -225,6 +225,8 @@ class TrainState:
 def take_shard(items: Sequence[_T], rank: int, world: int) -> list[_T]:
     """items[rank::world], cut to a multiple of world so that every rank gets as many
     (data parallelism, chapter 20); everything, in order, for one process."""
+    check_positive_int("world", world)
+    check_int("rank", rank, low=0, high=world - 1)
     return list(items[rank : len(items) - len(items) % world : world])
 
 
