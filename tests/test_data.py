@@ -15,7 +15,7 @@ import torch
 
 from transformer_lit import corpus, data
 from transformer_lit.corpus import (CorpusError, Verse, extract_pairs, extract_verses,
-                                    read_verses_tsv, write_verses_tsv)
+                                    read_verses_tsv, version_pairs, write_verses_tsv)
 from transformer_lit.data import (BOS_ID, EOS_ID, PAD_ID, UNK_ID, Batch, EncodedPair,
                                   SubwordTokenizer, collate, encode_pairs, make_batches,
                                   plan_batches, split_by_book, train_tokenizer)
@@ -434,3 +434,20 @@ def test_batch_stream_pads_make_batches_epochs_one_batch_at_a_time():
         list(islice(batch_stream(examples, 256, 7, resumed, (rank, world)), 5))
         again = batch_stream(examples, 256, 7, resumed, (rank, world))
         assert all(map(same, islice(again, 10), expected[5:15]))
+
+
+def test_collate_refuses_no_examples():
+    with pytest.raises(ValueError, match="^examples must hold at least one pair"):
+        collate([])   # was max() of an empty sequence
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(english=("zz",)), "^english must be one of 3, 4, k, got 'zz'$"),   # was [] silently
+    (dict(french=("4",)), "^french must be one of 5, l, got '4'$"),
+    (dict(english="4k"), "^english must be a list of str, not a str"),      # read as ("4", "k")
+])
+def test_version_pairs_refuses_codes_it_would_find_nothing_for(kwargs, words):
+    verse = Verse(8, 1, 1, {"4": "In the days", "l": "Du temps"})
+    assert version_pairs([verse], ("4",), ("l",))[0].fr == "Du temps"
+    with pytest.raises(ValueError, match=words):
+        version_pairs([verse], **kwargs)

@@ -232,6 +232,10 @@ def test_length_penalty():
 
 def test_bad_inputs():
     model, src = tiny_model(9), padded_src(9)
+    with pytest.raises(ValueError, match="^use_cache must be True or False, got 'no'$"):
+        beam_search(model, src, use_cache="no")   # was taken as True
+    with pytest.raises(ValueError, match="^use_cache must be True or False, got 0$"):
+        greedy_decode(model, src, 5, 1, 2, use_cache=0)
     with pytest.raises(ValueError, match="beam_size"):
         beam_search(model, src, beam_size=0)
     with pytest.raises(ValueError, match="beam_size"):

@@ -254,3 +254,13 @@ def test_scores_refuse_what_is_not_paired_lists_of_texts(call, words):
 def test_a_one_sentence_corpus_is_scored_as_one_sentence():
     assert bleu(["Dieu est amour."], ["Dieu est amour."]) == pytest.approx(100)
     assert corpus_scores(["a b c d"], {"l": ["a b c d"]})["chrf"] == pytest.approx(100)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(references="amen amen"), "^references must be a list of str, not a str"),
+    (dict(references=["a"], n=0), "^n must be a positive int, got 0$"),   # was [] silently
+    (dict(references=["a"], window=-1), "^window must be a positive int, got -1$"),
+])
+def test_repeated_ngrams_refuses_bad_arguments(kwargs, words):
+    with pytest.raises(ArgumentError, match=words):
+        repeated_ngrams("amen amen amen amen", **kwargs)

@@ -126,6 +126,9 @@ def test_label_smoothing_bad_inputs(loss_fn):
         loss_fn(torch.randn(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="smoothing"):
         loss_fn(torch.randn(2, 5), torch.zeros(2, dtype=torch.long), smoothing=1.0)
+    for dtype in (torch.float32, torch.bool):   # was an error from inside gather
+        with pytest.raises(ValueError, match=f"^target must hold integer token ids, got {dtype}$"):
+            loss_fn(torch.randn(2, 5), torch.zeros(2, dtype=dtype))
 
 
 # --- the schedule ---------------------------------------------------------------------------------
@@ -153,6 +156,12 @@ def test_settings_need_a_budget_and_positive_sizes():
         TrainSettings()
     with pytest.raises(ValueError, match="max_tokens"):
         TrainSettings(max_steps=1, max_tokens=0)
+    for betas, words in [((1.5, 0.9), r"betas\[0\] must be a number in \[0.0, 1.0\), got 1.5"),
+                         ((0.9,), r"betas must be a pair of numbers in \[0, 1\)"),
+                         ("ab", r"betas must be a pair of numbers in \[0, 1\)")]:
+        with pytest.raises(ValueError, match=words):   # Adam refused them only at the first step
+            TrainSettings(max_steps=1, betas=betas)
+    assert TrainSettings(max_steps=1, betas=[0.9, 0.98]).betas == [0.9, 0.98]   # as JSON gives it
     s = TrainSettings(max_minutes=1.5)
     assert (s.betas, s.eps, s.label_smoothing, s.warmup) == ((0.9, 0.98), 1e-9, 0.1, 4000)
 

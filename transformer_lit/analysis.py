@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .corpus import ENGLISH_VERSIONS, FRENCH_VERSIONS, Verse
-from .validate import ArgumentError
+from .validate import ArgumentError, check_positive_int, check_texts
 
 # %% auto #0
 __all__ = ['LENGTH_BAND', 'MODERN_FILE', 'MODERN_HEADER', 'tokens', 'words', 'repeated_ngrams', 'untranslated_words',
@@ -48,6 +48,9 @@ def repeated_ngrams(
 ) -> list[tuple[str, ...]]:
     """The n-grams (with a word of 4+ letters) that recur within `window` tokens in
     hypothesis, and more often than in every reference: a loop."""
+    references = check_texts("references", references)
+    check_positive_int("n", n)
+    check_positive_int("window", window)
     t = tokens(hypothesis)
     starts: dict[tuple[str, ...], list[int]] = {}
     for i in range(len(t) - n + 1):

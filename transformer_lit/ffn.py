@@ -8,10 +8,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from transformer_lit.validate import (
-    ArgumentError,
-    check_choice,
-    check_positive_int,
-    check_probability,
+    ArgumentError, check_choice, check_positive_int, check_probability,
 )
 
 # %% auto #0

@@ -14,24 +14,12 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from transformer_lit.attention import (
-    MultiHeadAttention,
-    attention_weights,
-    split_heads,
-)
+from .attention import MultiHeadAttention, attention_weights, split_heads
 from .data import BOS_ID, EOS_ID, SubwordTokenizer
 from .masking import padding_mask
-from transformer_lit.model import (
-    Transformer,
-    check_tokens,
-    greedy_decode_uncached,
-)
+from .model import Transformer, check_tokens, greedy_decode_uncached
 from transformer_lit.validate import (
-    check_bool,
-    check_int,
-    check_number,
-    check_positive_int,
-    check_texts,
+    check_bool, check_int, check_number, check_positive_int, check_texts,
 )
 from .recipe import attention_policy, autocast_for
 
@@ -245,7 +233,7 @@ def greedy_decode(model: Transformer, src: Tensor, max_new_tokens: int, bos_id: 
     are padded with pad_id after it. step: decode_step unless given; pick: how the
     cached loop picks a row's token, the argmax unless given."""
     _check_decode_args(model, max_new_tokens, bos_id, eos_id)
-    if not use_cache:
+    if not check_bool("use_cache", use_cache):
         return greedy_decode_uncached(model, src, max_new_tokens, bos_id, eos_id)
     check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
     step = step or partial(decode_step, model)
@@ -332,6 +320,7 @@ def beam_search(
     """src (B, S) -> per sentence the best hypothesis (1 + n,), bos_id first, by log P /
     ((5 + n) / 6) ** alpha. step: decode_step unless given (for B * beam_size rows)."""
     _check_beam_args(model, beam_size, length_penalty)
+    check_bool("use_cache", use_cache)
     if eos_id is None:  # greedy_decode's "run to the budget" has no beam counterpart
         raise ValueError(
             "eos_id must be a token id: beam search finishes a hypothesis at it "

@@ -17,11 +17,7 @@ from .encoder import Encoder, copy_from_torch_encoder_layer
 from .masking import causal_mask, padding_mask
 from .positional import MAX_LEN, PositionalEncoding
 from transformer_lit.validate import (
-    ArgumentError,
-    check_bool,
-    check_int,
-    check_positive_int,
-    check_probability,
+    ArgumentError, check_bool, check_int, check_positive_int, check_probability,
     check_token_ids,
 )
 
@@ -47,21 +43,12 @@ class TransformerConfig:
     norm_first: bool = False         # False = post-norm, as in the paper
 
     def __post_init__(self):
-        for name in (
-            "src_vocab_size",
-            "tgt_vocab_size",
-            "d_model",
-            "n_heads",
-            "n_layers",
-            "d_ff",
-            "max_len",
-        ):
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads",
+                     "n_layers", "d_ff", "max_len"):
             check_positive_int(name, getattr(self, name))
         if self.d_model % self.n_heads:
-            raise ArgumentError(
-                f"d_model (= {self.d_model}) must be divisible by n_heads (= "
-                    f"{self.n_heads})"
-            )
+            raise ArgumentError(f"d_model (= {self.d_model}) must be divisible by "
+                                f"n_heads (= {self.n_heads})")
         # an id of both vocabularies
         last_id = min(self.src_vocab_size, self.tgt_vocab_size) - 1
         check_int("pad_id", self.pad_id, low=0, high=last_id)
@@ -202,16 +189,11 @@ def load_torch_transformer(ours: Transformer, theirs: nn.Transformer) -> Transfo
     into ours; returns ours."""
     c = ours.config
     n_enc, n_dec = len(theirs.encoder.layers), len(theirs.decoder.layers)
-    if (theirs.d_model, theirs.nhead, n_enc, n_dec) != (
-        c.d_model,
-        c.n_heads,
-        c.n_layers,
-        c.n_layers,
-    ):
+    sizes = (theirs.d_model, theirs.nhead, n_enc, n_dec)
+    if sizes != (c.d_model, c.n_heads, c.n_layers, c.n_layers):
         raise ValueError(
-            f"theirs has (d_model, nhead, encoder layers, decoder layers) = "
-            f"{(theirs.d_model, theirs.nhead, n_enc, n_dec)}, ours "
-                f"{(c.d_model, c.n_heads, c.n_layers, c.n_layers)}"
+            f"theirs has (d_model, nhead, encoder layers, decoder layers) = {sizes}, "
+            f"ours {(c.d_model, c.n_heads, c.n_layers, c.n_layers)}"
         )
     final_norms = (theirs.encoder.norm, theirs.decoder.norm)
     if not c.norm_first and any(n is not None for n in final_norms):

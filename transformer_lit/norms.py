@@ -14,11 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer_lit.validate import (
-    ArgumentError,
-    check_bool,
-    check_number,
-    check_positive_int,
-    check_probability,
+    ArgumentError, check_bool, check_number, check_positive_int, check_probability,
 )
 
 # %% auto #0

@@ -9,10 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from transformer_lit.validate import (
-    ArgumentError,
-    check_int,
-    check_positive_int,
-    check_probability,
+    ArgumentError, check_int, check_positive_int, check_probability,
 )
 
 # positions the tables hold unless told otherwise: TransformerConfig's default max_len

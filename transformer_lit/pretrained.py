@@ -15,9 +15,7 @@ from .corpus import sha256_of
 from .data import SubwordTokenizer
 from .model import Transformer
 from transformer_lit.checkpoints import (
-    load_checkpoint,
-    model_from_checkpoint,
-    save_checkpoint,
+    load_checkpoint, model_from_checkpoint, save_checkpoint,
 )
 
 # %% auto #0

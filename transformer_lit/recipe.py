@@ -14,13 +14,8 @@ import torch
 
 from .model import TransformerConfig
 from transformer_lit.validate import (
-    ArgumentError,
-    check_bool,
-    check_choice,
-    check_int,
-    check_number,
-    check_positive_int,
-    check_probability,
+    ArgumentError, check_bool, check_choice, check_int, check_number,
+    check_positive_int, check_probability,
 )
 
 # %% auto #0
@@ -69,6 +64,11 @@ class TrainSettings:
                 check_number(name, getattr(self, name), 0.0, math.inf,
                              low_open=True, high_open=True)
         check_probability("label_smoothing", self.label_smoothing)
+        if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
+            raise ArgumentError(f"betas must be a pair of numbers in [0, 1) (Adam's "
+                                f"decay rates), got {self.betas!r}")
+        for i, beta in enumerate(self.betas):
+            check_probability(f"betas[{i}]", beta)
         check_int("seed", self.seed, low=0)
         check_bool("compile", self.compile)
         check_bool("amp", self.amp)

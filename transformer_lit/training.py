@@ -17,31 +17,34 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from transformer_lit.data import (
-    PAD_ID,
-    Batch,
-    EncodedPair,
-    batch_plan,
-    collate,
-    make_batches,
+    PAD_ID, Batch, EncodedPair, batch_plan, collate, make_batches,
 )
 from .model import Transformer
 from transformer_lit.recipe import (
-    TrainSettings,
-    attention_policy,
-    autocast_for,
-    make_scaler,
+    TrainSettings, attention_policy, autocast_for, make_scaler,
 )
 from transformer_lit.validate import (
-    check_int,
-    check_positive_int,
-    check_probability,
+    ArgumentError, check_int, check_positive_int, check_probability,
 )
 
 _T = TypeVar("_T")  # the items take_shard shares out
 
 # %% auto #0
-__all__ = ['LossFn', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'noam_lr', 'make_optimizer', 'train_step', 'evaluate',
-           'TrainState', 'take_shard', 'batch_stream', 'snapshot', 'fit', 'finish_run']
+__all__ = ['LossFn', 'check_loss_args', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'noam_lr', 'make_optimizer',
+           'train_step', 'evaluate', 'TrainState', 'take_shard', 'batch_stream', 'snapshot', 'fit', 'finish_run']
+
+# %% ../nbs/13_training.ipynb #0b5a339c
+def check_loss_args(logits: Tensor, target: Tensor, smoothing: float) -> None:
+    """ArgumentError unless target holds integer ids of logits' shape but the last and
+    smoothing is a probability (no look at the values: that would wait for a GPU)."""
+    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+        raise ArgumentError(f"target must hold integer token ids, got {target.dtype}")
+    if logits.shape[:-1] != target.shape:
+        raise ArgumentError(
+            f"logits (..., V) {tuple(logits.shape)} and target (...) "
+            f"{tuple(target.shape)} must agree"
+        )
+    check_probability("smoothing", smoothing)
 
 # %% ../nbs/13_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -57,12 +60,7 @@ def label_smoothing_loss(
 ) -> LossTerms:
     """logits (..., V), target (...) ids -> LossTerms of two scalars; positions where
     target == pad_id are ignored."""
-    if logits.shape[:-1] != target.shape:
-        raise ValueError(
-            f"logits (..., V) {tuple(logits.shape)} and target (...) "
-                f"{tuple(target.shape)} must agree"
-        )
-    check_probability("smoothing", smoothing)
+    check_loss_args(logits, target, smoothing)
     # (..., V) -> (N, V), in float32 at least (bf16 logits are too coarse)
     wide = torch.promote_types(logits.dtype, torch.float32)
     logp = F.log_softmax(logits.to(wide), dim=-1).flatten(0, -2)

@@ -14,10 +14,7 @@ from transformer_lit.cli.shared import (
     CliError, add_checkpoint_option, load_model, signals_interrupt,
 )
 from transformer_lit.export import (
-    check_replaceable,
-    quantizations,
-    require_ctranslate2,
-    to_ctranslate2,
+    check_replaceable, quantizations, require_ctranslate2, to_ctranslate2,
 )
 from ..huggingface import require_transformers, to_huggingface
 
