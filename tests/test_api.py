@@ -36,3 +36,17 @@ def test_the_public_api_is_the_listed_one():
 def test_no_private_or_type_variable_names_are_public():
     assert not [n for n in public_api() if n.rsplit(".", 1)[1].startswith("_")
                 or n.rsplit(".", 1)[1] in {"T", "K", "V"}]
+
+
+def test_no_two_modules_give_one_name_to_two_things():
+    """A public name means one thing in the whole package: `corpus.write_atomically` (a
+    text) beside `checkpoints.write_atomically` (a writing function), or `inference.Decoder`
+    (a step factory) beside `decoder.Decoder` (the layer stack), sent a reader to the wrong
+    one. A module may pass on another's object under its name."""
+    import importlib
+    owners: dict[str, dict[int, str]] = {}
+    for entry in public_api():
+        module, name = entry.rsplit(".", 1)
+        value = getattr(importlib.import_module(f"transformer_lit.{module}"), name)
+        owners.setdefault(name, {})[id(value)] = module
+    assert not {name: sorted(o.values()) for name, o in owners.items() if len(o) > 1}

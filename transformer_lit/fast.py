@@ -22,7 +22,7 @@ from transformer_lit.attention import (
 )
 from .checkpoints import cpu_details
 from .corpus import CorpusError, cache_dir
-from .corpus import read_small_file, write_atomically
+from .corpus import read_small_file, write_text_atomically
 from .data import PAD_ID, Batch
 from .masking import causal_mask, padding_mask
 from .model import Transformer, check_token_shape
@@ -293,7 +293,7 @@ def onednn_measured_faster(kind: str) -> bool:
             if path is None:
                 raise OSError("no cache folder")
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(path, json.dumps(known, indent=1))
+            write_text_atomically(path, json.dumps(known, indent=1))
         except OSError:
             pass
     return times["onednn"] <= ONEDNN_MARGIN * times["plain"]

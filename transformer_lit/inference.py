@@ -24,7 +24,7 @@ from transformer_lit.validate import (
 from .recipe import attention_policy, autocast_for
 
 # %% auto #0
-__all__ = ['Step', 'Decoder', 'Pick', 'DecodeFn', 'KVCache', 'new_cache', 'SelfSlot', 'CrossSlot', 'LayerSlot', 'decode_step',
+__all__ = ['Step', 'StepFactory', 'Pick', 'DecodeFn', 'KVCache', 'new_cache', 'SelfSlot', 'CrossSlot', 'LayerSlot', 'decode_step',
            'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'cross_attention_maps', 'InputTruncatedWarning',
            'output_limit', 'OutputTruncatedWarning', 'Decoded', 'decode_in_batches', 'translate']
 
@@ -221,7 +221,8 @@ def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id:
 
 # %% ../nbs/15_inference.ipynb #518113db
 Step = Callable[[Tensor, "KVCache"], Tensor]  # (tokens (B, 1), cache) -> logits (B, V)
-Decoder = Callable[[Transformer, int], Step]  # (model, rows) -> a step for that many
+# (model, rows) -> a step for that many
+StepFactory = Callable[[Transformer, int], Step]
 Pick = Callable[[Tensor], Tensor]  # logits (B, V) -> each row's next token (B,)
 
 
@@ -494,7 +495,7 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
 
 # %% ../nbs/15_inference.ipynb #078d0a15
 def _batch_decoder(model: Transformer, beam_size: int, use_cache: bool,
-                   length_penalty: float, decoder: Decoder | None,
+                   length_penalty: float, decoder: StepFactory | None,
                    pick: Pick | None = None) -> DecodeFn:
     "What translate decodes a batch with: greedy or beam, by decoder's step if given."
     def decode(src: Tensor, limits: Tensor) -> Sequence[Tensor]:
@@ -516,7 +517,7 @@ def translate(
     use_cache: bool = True,
     batch_size: int = 64,
     length_penalty: float = 0.6,
-    decoder: Decoder | None = None,
+    decoder: StepFactory | None = None,
     pick: Pick | None = None,
 ) -> list[str]:
     """English sentences -> French texts, in input order: greedy (beam_size=1) or beam
