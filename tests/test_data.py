@@ -451,3 +451,17 @@ def test_version_pairs_refuses_codes_it_would_find_nothing_for(kwargs, words):
     assert version_pairs([verse], ("4",), ("l",))[0].fr == "Du temps"
     with pytest.raises(ValueError, match=words):
         version_pairs([verse], **kwargs)
+
+
+def test_the_tokenizer_refuses_what_is_not_its_model_or_its_ids():
+    with pytest.raises(ValueError, match="^model_proto is not a sentencepiece model$"):
+        SubwordTokenizer(b"junk")   # was sentencepiece's INTERNAL error naming its C++ line
+    tokenizer = train_tokenizer(["a b c d e f g"] * 5, vocab_size=30)
+    V = tokenizer.vocab_size
+    for ids, shown in (([4, V], str(V)), ([-1], "-1"), ([4, 1.5], "1.5")):
+        with pytest.raises(ValueError, match=rf"^ids must be ints in \[0, {V}\), got {shown}$"):
+            tokenizer.decode(ids)
+        with pytest.raises(ValueError, match=rf"^ids must be ints in \[0, {V}\), got {shown}$"):
+            tokenizer.pieces(ids)
+    ids = tokenizer.encode("a b")
+    assert tokenizer.decode(torch.tensor(ids)) == tokenizer.decode(ids) == "a b"

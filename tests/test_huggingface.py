@@ -307,3 +307,9 @@ def test_bad_arguments_are_refused_in_one_line(tmp_path, tiny_tok):
     with pytest.raises(ValueError, match="activation"):
         huggingface_config(gelu)
     assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_the_tokenizer_needs_a_positive_length():
+    _, tokenizer = load_pretrained()
+    with pytest.raises(ArgumentError, match="^max_len must be a positive int, got 0$"):
+        huggingface_tokenizer(tokenizer, 0)

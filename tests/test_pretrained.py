@@ -163,3 +163,9 @@ def test_the_card_compares_like_with_like_and_names_its_limits():
     assert "## Out of domain" in card and "## How it fails" in card
     limits = card.split("## Known limits")[1]
     assert limits.count("\n- ") >= 6
+
+
+@pytest.mark.parametrize("device", ["tpu", "cuda:x", 1.5])
+def test_a_device_that_is_none_is_refused_in_one_line(device):
+    with pytest.raises(ValueError, match="^device must name a torch device such as 'cpu' or 'cuda', got "):
+        load_pretrained(device)   # was torch's RuntimeError listing every device type

@@ -399,6 +399,16 @@ def test_average_state_dicts():
         average_state_dicts([])
     with pytest.raises(ValueError, match="same keys"):
         average_state_dicts([{"a": torch.zeros(1)}, {"b": torch.zeros(1)}])
+    with pytest.raises(ValueError, match="^state_dicts disagree on the shape of a$"):
+        average_state_dicts([{"a": torch.zeros(2)}, {"a": torch.zeros(3)}])   # was torch's error
+
+
+def test_a_checkpoint_written_to_a_folder_is_refused_by_name(tmp_path):
+    from transformer_lit.checkpoints import describe_device, write_atomically
+    with pytest.raises(IsADirectoryError, match=f"^{tmp_path} is a folder: give the file's name$"):
+        write_atomically(tmp_path, lambda f: f.write(b"x"))   # the rename named a temporary file
+    assert list(tmp_path.iterdir()) == []   # and nothing is left behind
+    assert describe_device("cpu") == describe_device(torch.device("cpu"))   # a str is a device
 
 
 def test_bleu():

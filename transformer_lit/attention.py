@@ -66,15 +66,11 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor,
     """Eq. 1: q (..., Tq, Dk), k (..., Tk, Dk), v (..., Tk, Dv) -> (out (..., Tq, Dv),
     weights (..., Tq, Tk))."""
     if q.dim() < 2 or k.dim() < 2 or q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must be (..., T, Dk) with the same Dk, "
-            f"got q {tuple(q.shape)}, k {tuple(k.shape)}"
-        )
+        raise ValueError(f"q and k must be (..., T, Dk) with the same Dk, "
+                         f"got q {tuple(q.shape)}, k {tuple(k.shape)}")
     if v.dim() < 2 or k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same length Tk (dim -2), "
-            f"got k {tuple(k.shape)}, v {tuple(v.shape)}"
-        )
+        raise ValueError(f"k and v must have the same length Tk (dim -2), "
+                         f"got k {tuple(k.shape)}, v {tuple(v.shape)}")
     weights = attention_weights(q, k, mask)
     return weights @ v, weights  # (..., Tq, Tk) @ (..., Tk, Dv) -> (..., Tq, Dv)
 

@@ -142,6 +142,8 @@ def write_atomically(path: str | Path, write: Any) -> Path:
     """Call write(file) on a temporary file beside path, then rename it over path; a
     failed write raises its OSError and leaves path as it was."""
     path = Path(path)
+    if path.is_dir():  # else the rename fails, naming the temporary file
+        raise IsADirectoryError(f"{path} is a folder: give the file's name")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -303,6 +305,8 @@ def average_state_dicts(state_dicts: Sequence[dict[str, Tensor]]) -> dict[str, T
         raise ValueError("state_dicts must all have the same keys")
     average = {}
     for name, value in last.items():
+        if any(sd[name].shape != value.shape for sd in state_dicts):
+            raise ValueError(f"state_dicts disagree on the shape of {name}")
         if value.is_floating_point():
             total = sum(sd[name].to(torch.float64) for sd in state_dicts)
             average[name] = (total / len(state_dicts)).to(value.dtype)
@@ -331,9 +335,10 @@ def cpu_details() -> dict[str, str]:
     return {**details, "capability": torch.backends.cpu.get_cpu_capability()}
 
 
-def describe_device(device: torch.device) -> str:
+def describe_device(device: torch.device | str) -> str:
     """A human-readable name for device: the GPU's name, or the CPU's model and torch's
     thread count."""
+    device = torch.device(device)  # "cuda:0" as well
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
     return f"CPU: {cpu_details()['name']}, {torch.get_num_threads()} threads"

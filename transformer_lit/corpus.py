@@ -378,10 +378,8 @@ def read_checked(path: Path) -> list[str]:
         or not count.isdigit()
         or head.count("\n") - 1 != int(count)
     ):
-        raise CorpusError(
-            f"{path} is damaged (row count or checksum does not match): "
-            f"delete {path} and run again"
-        )
+        raise CorpusError(f"{path} is damaged (row count or checksum does not match): "
+                          f"delete {path} and run again")
     return head.rstrip("\n").split("\n")
 
 # %% ../nbs/11_corpus.ipynb #fcc44715

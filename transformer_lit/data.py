@@ -9,6 +9,7 @@ import io
 import random
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 from typing import NamedTuple
 
 import sentencepiece as spm
@@ -32,10 +33,8 @@ def split_by_book(pairs: Iterable[Pair], valid_books: Sequence[int] = VALID_BOOK
     """Split pairs into 'train', 'valid' and 'test' by book number; every book lands in
     exactly one split."""
     if set(valid_books) & set(test_books):
-        raise ValueError(
-            f"valid_books and test_books overlap: "
-                f"{sorted(set(valid_books) & set(test_books))}"
-        )
+        raise ValueError(f"valid_books and test_books overlap: "
+                         f"{sorted(set(valid_books) & set(test_books))}")
     splits = {"train": [], "valid": [], "test": []}
     for p in pairs:
         name = (
@@ -59,7 +58,10 @@ class SubwordTokenizer:
 
     def __init__(self, model_proto: bytes):
         self.model_proto = bytes(model_proto)
-        self.sp = spm.SentencePieceProcessor(model_proto=self.model_proto)
+        try:
+            self.sp = spm.SentencePieceProcessor(model_proto=self.model_proto)
+        except RuntimeError:  # sentencepiece's message names a line of its C++
+            raise ArgumentError("model_proto is not a sentencepiece model") from None
         got = tuple(self.sp.id_to_piece(i) for i in range(len(SPECIAL_PIECES)))
         if got != SPECIAL_PIECES:
             raise ValueError(
@@ -77,12 +79,21 @@ class SubwordTokenizer:
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
         "Text of a sequence of ids (list or 1-D tensor); PAD, BOS and EOS are skipped."
-        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        ids = self.checked_ids(ids)
         return self.sp.decode([i for i in ids if i not in (PAD_ID, BOS_ID, EOS_ID)])
 
     def pieces(self, ids: Sequence[int]) -> list[str]:
         "The vocabulary piece behind each id, for display."
-        return [self.sp.id_to_piece(int(i)) for i in ids]
+        return [self.sp.id_to_piece(i) for i in self.checked_ids(ids)]
+
+    def checked_ids(self, ids: Sequence[int] | torch.Tensor) -> list[int]:
+        "ids as a list of ints; ArgumentError naming the first not in [0, vocab_size)."
+        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        V = self.vocab_size
+        bad = [i for i in ids if not isinstance(i, Integral) or not 0 <= i < V]
+        if bad:
+            raise ArgumentError(f"ids must be ints in [0, {V}), got {bad[0]!r}")
+        return [int(i) for i in ids]
 
     def to_bytes(self) -> bytes:
         """The serialized sentencepiece model; SubwordTokenizer(b) rebuilds the same

@@ -21,7 +21,7 @@ from .model import Transformer
 from .norms import LayerNorm
 from .positional import PositionalEncoding, sinusoidal_encoding
 from .pretrained import load_pretrained, pretrained_path
-from .validate import ArgumentError, check_bool
+from .validate import ArgumentError, check_bool, check_positive_int
 
 # %% auto #0
 __all__ = ['HUGGINGFACE_EXTRA', 'require_transformers', 'feature_order', 'huggingface_config', 'load_weights',
@@ -254,6 +254,7 @@ def _check_tokenizer(tokenizer: SubwordTokenizer) -> bytes:
 def huggingface_tokenizer(tokenizer: SubwordTokenizer, max_len: int):
     """Our sentencepiece BPE model as a transformers PreTrainedTokenizerFast: the same
     ids, </s> appended; sources cut to max_len tokens with truncation=True."""
+    check_positive_int("max_len", max_len)
     transformers, charsmap = require_transformers(), _check_tokenizer(tokenizer)
     from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers
     from tokenizers import processors

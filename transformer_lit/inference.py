@@ -210,10 +210,8 @@ def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id:
         max_new_tokens = int(n.max()) if rows else 0  # the largest, checked below
     check_int("max_new_tokens", max_new_tokens, low=0)
     if max_new_tokens > model.config.max_len:
-        raise ValueError(
-            f"max_new_tokens = {max_new_tokens} > config.max_len = "
-                f"{model.config.max_len}"
-        )
+        raise ValueError(f"max_new_tokens = {max_new_tokens} > config.max_len = "
+                         f"{model.config.max_len}")
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
         if value is None and name == "eos_id":
             continue

@@ -18,10 +18,8 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     """tokens (B, S) -> bool (B, 1, 1, S), True where tokens != pad_id (those keys may
     be attended to)."""
     if not isinstance(tokens, Tensor):
-        raise ArgumentError(
-            f"tokens must be a tensor of token ids, shape (B, S), got "
-            f"{type(tokens).__name__}"
-        )
+        raise ArgumentError(f"tokens must be a tensor of token ids, shape (B, S), got "
+                            f"{type(tokens).__name__}")
     if tokens.dim() != 2:
         raise ArgumentError(f"tokens must have shape (B, S), got {tuple(tokens.shape)}")
     if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:

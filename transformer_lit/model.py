@@ -91,10 +91,8 @@ def check_token_shape(name: str, tokens: Tensor, max_len: int) -> None:
     """Raise a clear error unless tokens is an integer (B, L) tensor, L <= max_len (no
     look at the values: no wait for the device)."""
     if not isinstance(tokens, Tensor) or tokens.dim() != 2:
-        raise ArgumentError(
-            f"{name} must be a (B, L) tensor of token ids, got "
-            f"{getattr(tokens, 'shape', type(tokens).__name__)}"
-        )
+        raise ArgumentError(f"{name} must be a (B, L) tensor of token ids, got "
+                            f"{getattr(tokens, 'shape', type(tokens).__name__)}")
     if tokens.is_floating_point() or tokens.dtype == torch.bool:
         raise ArgumentError(f"{name} must hold integer token ids, got {tokens.dtype}")
     if tokens.shape[1] > max_len:

@@ -17,6 +17,7 @@ from .model import Transformer
 from transformer_lit.checkpoints import (
     load_checkpoint, model_from_checkpoint, save_checkpoint,
 )
+from .validate import ArgumentError
 
 # %% auto #0
 __all__ = ['PRETRAINED_FILE', 'PRETRAINED_SHA256', 'pretrained_path', 'load_pretrained', 'pretrained_record', 'export_pretrained']
@@ -40,6 +41,11 @@ def load_pretrained(
 ) -> tuple[Transformer, SubwordTokenizer]:
     """The shipped model (float32, eval mode, on device) and its tokenizer, after
     checking the file's SHA-256."""
+    try:  # refused before any work
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ArgumentError(f"device must name a torch device such as 'cpu' or "
+                            f"'cuda', got {device!r}") from None
     path = pretrained_path()
     if not path.is_file():
         raise FileNotFoundError(

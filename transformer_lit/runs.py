@@ -62,10 +62,8 @@ def world_from_env(env: dict[str, str] | None = None) -> World:
             f"RANK, WORLD_SIZE and LOCAL_RANK must be integers: {e}"
         ) from e
     if not (world.size >= 1 and 0 <= world.rank < world.size and world.local_rank >= 0):
-        raise ValueError(
-            f"inconsistent RANK={world.rank}, WORLD_SIZE={world.size}, "
-                f"LOCAL_RANK={world.local_rank}"
-        )
+        raise ValueError(f"inconsistent RANK={world.rank}, WORLD_SIZE={world.size}, "
+                         f"LOCAL_RANK={world.local_rank}")
     return world
 
 # %% ../nbs/20_runs.ipynb #bd9e77ad

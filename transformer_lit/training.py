@@ -40,10 +40,8 @@ def check_loss_args(logits: Tensor, target: Tensor, smoothing: float) -> None:
     if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
         raise ArgumentError(f"target must hold integer token ids, got {target.dtype}")
     if logits.shape[:-1] != target.shape:
-        raise ArgumentError(
-            f"logits (..., V) {tuple(logits.shape)} and target (...) "
-            f"{tuple(target.shape)} must agree"
-        )
+        raise ArgumentError(f"logits (..., V) {tuple(logits.shape)} and target (...) "
+                            f"{tuple(target.shape)} must agree")
     check_probability("smoothing", smoothing)
 
 # %% ../nbs/13_training.ipynb #54194eca

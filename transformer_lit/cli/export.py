@@ -89,10 +89,8 @@ def check_export(args: argparse.Namespace) -> None:
         raise CliError(str(e)) from e
     quantization = getattr(args, "quantization", None)
     if quantization is not None and quantization not in quantizations():
-        raise CliError(
-            f"--quantization must be one of {', '.join(quantizations())}, "
-            f"got {quantization!r}"
-        )
+        raise CliError(f"--quantization must be one of {', '.join(quantizations())}, "
+                       f"got {quantization!r}")
     if args.engine != "argos":
         return _check_folder(args.out, args.force)
     try:

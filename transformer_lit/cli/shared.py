@@ -191,10 +191,8 @@ def tokenizer_from(ckpt: dict, path: Path, model: Transformer) -> SubwordTokeniz
     "The checkpoint's tokenizer, checked to be one and to fit the model's vocabulary."
     raw = ckpt.get("tokenizer")
     if raw is None:
-        raise CliError(
-            f"{path} holds no tokenizer; use a model.pt written by "
-                f"`transformer-lit train`"
-        )
+        raise CliError(f"{path} holds no tokenizer; use a model.pt written by "
+                       f"`transformer-lit train`")
     if not isinstance(raw, bytes):
         raise CliError(
             f"{path} is damaged: its 'tokenizer' entry is a {type(raw).__name__}, not "
@@ -238,10 +236,8 @@ def _checked_model(
             file=sys.stderr,
         )
     if "tokenizer" not in ckpt:
-        raise CliError(
-            f"{path} holds no tokenizer; use a model.pt written by "
-            "`transformer-lit train`"
-        )
+        raise CliError(f"{path} holds no tokenizer; use a model.pt written by "
+                       "`transformer-lit train`")
     try:
         model = model_from_checkpoint(ckpt)  # the shapes and checksum of the weights
     except ValueError as e:

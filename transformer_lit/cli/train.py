@@ -229,15 +229,11 @@ def _refuse_changes(args: argparse.Namespace, ckpt: dict) -> None:
         if getattr(args, k) not in (tuple(ckpt["corpus"][k]), defaults[k])
     ]
     if fixed:
-        raise CliError(
-            f"{', '.join(fixed)} cannot change when a run is resumed; leave "
-            f"{'it' if len(fixed) == 1 else 'them'} out"
-        )
+        raise CliError(f"{', '.join(fixed)} cannot change when a run is resumed; leave "
+                       f"{'it' if len(fixed) == 1 else 'them'} out")
     if args.preset is not None and args.preset != ckpt["preset"]:
-        raise CliError(
-            f"--preset {args.preset}: the run was trained with --preset "
-            f"{ckpt['preset']}; leave --preset out when resuming"
-        )
+        raise CliError(f"--preset {args.preset}: the run was trained with --preset "
+                       f"{ckpt['preset']}; leave --preset out when resuming")
 
 # %% ../../nbs/22_cli_train.ipynb #a6a3e062
 def checked_state(state: TrainState) -> TrainState:
@@ -594,7 +590,5 @@ def _finish(args, model, tokenizer, settings, state, valid, device, saved) -> No
             f", validation BLEU {got['bleu']:.1f} chrF {got['chrf']:.1f} "
             f"(copying the source: BLEU {copy['bleu']:.1f} chrF {copy['chrf']:.1f})"
         )
-    print(
-        f"{summary}\nwrote {args.out / 'model.pt'}, {args.out / 'checkpoint.pt'}, "
-            f"{args.out / 'results.json'}"
-    )
+    print(f"{summary}\nwrote {args.out / 'model.pt'}, {args.out / 'checkpoint.pt'}, "
+          f"{args.out / 'results.json'}")
