@@ -159,7 +159,7 @@ def check_package_path(out: object, force: object) -> Path:
     if path.exists() and not _written_by_to_argos(path):
         raise FileExistsError(
             f"out {path} is not a package that to_argos wrote; force replaces "
-                f"only those"
+            f"only those"
         )
     return path
 

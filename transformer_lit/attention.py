@@ -32,11 +32,11 @@ def check_mask(mask: Tensor, shape: tuple[int, ...]) -> None:
     if mask.dim() not in (2, len(shape)) or not sizes_fit:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores "
-                f"{tuple(shape)}: "
+            f"{tuple(shape)}: "
             f"give (Tq, Tk) or {len(shape)} dimensions, each 1 or full size, e.g. "
-                f"(B, 1, Tq, Tk); "
+            f"(B, 1, Tq, Tk); "
             "a padding mask (B, S) must be (B, 1, 1, S), as padding_mask (chapter "
-                "04) returns it"
+            "04) returns it"
         )
 
 # %% ../nbs/03_attention.ipynb #11d477d2
@@ -123,7 +123,7 @@ def check_qkv(query: Tensor, key: Tensor, value: Tensor, d_model: int) -> None:
     if not query.shape[0] == key.shape[0] == value.shape[0]:
         raise ValueError(
             f"query, key and value must have the same batch size B, got "
-                f"{query.shape[0]}, "
+            f"{query.shape[0]}, "
             f"{key.shape[0]}, {value.shape[0]}"
         )
 
@@ -230,7 +230,7 @@ def copy_from_torch_mha(
     if (theirs.embed_dim, theirs.num_heads) != (ours.d_model, ours.n_heads):
         raise ValueError(
             f"theirs has (embed_dim, num_heads) = "
-                f"{(theirs.embed_dim, theirs.num_heads)}, "
+            f"{(theirs.embed_dim, theirs.num_heads)}, "
             f"ours has (d_model, n_heads) = {(ours.d_model, ours.n_heads)}"
         )
     if (

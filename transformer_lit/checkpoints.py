@@ -69,7 +69,7 @@ def check_plain_data(value: Any, where: str = "checkpoint") -> None:
         raise TypeError(
             f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which "
             "torch.load(weights_only=True) refuses; store plain data (str, "
-                "numbers, lists, dicts, tensors)"
+            "numbers, lists, dicts, tensors)"
         )
 
 # %% ../nbs/14_checkpoints.ipynb #bb9c52bf

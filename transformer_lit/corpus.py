@@ -218,7 +218,7 @@ FRENCH_RULES: tuple[tuple[str, str, str], ...] = (
         "psalm title opening verse 1",
         r"^(?:(?:Au chef des chantres|De David|De Salomon|Des fils de Koré|Louange"
         r"|Prière de (?:David|Moïse, homme de Dieu)|(?:Psaume|Cantique|Hymne)(?: "
-            r"des degrés| de David"
+        r"des degrés| de David"
         r"| d'Asaph| de louange)?)[.,]\s*)+",
         "",
     ),
@@ -275,7 +275,7 @@ SKIP_RULES = {
             19,
             r"^(?:(?:To|For) the chief music-maker|A Psalm"
             r"|A Song|A Prayer|Psalm|Song|Of David|Of the sons "
-                r"of|Michtam|Maschil|Alamoth)",
+            r"of|Michtam|Maschil|Alamoth)",
         ),
     )
 }

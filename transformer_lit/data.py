@@ -198,7 +198,7 @@ def plan_batches(
     if lengths and max(lengths) > max_tokens:
         raise ValueError(
             f"max_tokens={max_tokens} is smaller than the longest example "
-                f"({max(lengths)} tokens); "
+            f"({max(lengths)} tokens); "
             "raise max_tokens or drop long pairs with encode_pairs(..., max_len=...)"
         )
     rng = random.Random(seed)

@@ -30,7 +30,7 @@ def _check_last_dim(x: Tensor, d_model: int, name: str = "x") -> None:
     if x.dim() == 0 or x.shape[-1] != d_model:
         raise ArgumentError(
             f"{name} must have shape (..., D) with D = d_model = {d_model}, got "
-                f"{tuple(x.shape)}"
+            f"{tuple(x.shape)}"
         )
 
 # %% ../nbs/05_norms.ipynb #ad070067

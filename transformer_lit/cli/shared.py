@@ -82,7 +82,7 @@ def check_compiler() -> None:
     if not any(shutil.which(name) for name in names if name):
         raise CliError(
             "--compile needs a C++ compiler (torch.compile builds its kernels "
-                "with one): "
+            "with one): "
             "install g++ or clang++, set $CXX, or leave --compile out"
         )
 
