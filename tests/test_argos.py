@@ -152,7 +152,7 @@ def test_bad_arguments(tiny, tmp_path):
     out = tmp_path / "p.argosmodel"
     cases = [((None, tokenizer, out), ArgumentError, "model must be a Transformer, got NoneType"),
              ((model, "tok", out), ArgumentError, "tokenizer must be a SubwordTokenizer, got str"),
-             ((model, tokenizer, 3), ArgumentError, "out must be a path (str or Path), got int"),
+             ((model, tokenizer, 3), ArgumentError, "out must be a path (str or Path), got 3"),
              ((model, tokenizer, tmp_path / "p.zip"), ArgumentError, "ending in .argosmodel"),
              ((model, tokenizer, out, 1), ArgumentError, "force must be True or False, got 1"),
              ((model, tokenizer, tmp_path), ArgumentError, "ending in .argosmodel")]

@@ -465,3 +465,10 @@ def test_the_tokenizer_refuses_what_is_not_its_model_or_its_ids():
             tokenizer.pieces(ids)
     ids = tokenizer.encode("a b")
     assert tokenizer.decode(torch.tensor(ids)) == tokenizer.decode(ids) == "a b"
+
+
+def test_encode_names_the_text_that_is_none():
+    tokenizer = train_tokenizer(["a b c d e f g"] * 5, vocab_size=30)
+    assert tokenizer.encode("a b") == tokenizer.encode(["a b"])[0]   # one text, or a list
+    with pytest.raises(ValueError, match="^texts\\[1\\] must be a str, got None$"):
+        tokenizer.encode(["a", None])   # was sentencepiece's "List elements must be str"

@@ -372,3 +372,10 @@ def test_readme_code_translates_without_transformer_lit(tmp_path):
     sentence = "And God said, Let there be light."
     assert sentence in code
     assert r.stdout == tokenizer.decode(ours_greedy(model, tokenizer.encode([sentence]), 64)[0]) + "\n"
+
+
+def test_the_export_folder_is_checked_by_validate_rules(tmp_path):
+    with pytest.raises(ValueError, match=r"^out must be a path \(str or Path\), got 5$"):
+        export.check_export_folder(5, False)   # was a TypeError from pathlib
+    with pytest.raises(ValueError, match="^force must be True or False, got 1$"):
+        export.check_export_folder(tmp_path / "new", 1)

@@ -15,6 +15,7 @@ from transformer_lit.validate import (
     ArgumentError,
     check_bool,
     check_choice,
+    check_path,
     check_int,
     check_number,
     check_positive_int,
@@ -146,3 +147,10 @@ def _hand_written_int_checks(tree: ast.AST) -> list[int]:
 def test_no_module_checks_ints_by_hand(path):
     lines = _hand_written_int_checks(ast.parse(path.read_text()))
     assert not lines, f"{path.name}: hand-written int checks at lines {lines}: use validate"
+
+
+def test_check_path_takes_str_and_paths_and_names_anything_else(tmp_path):
+    assert check_path("out", str(tmp_path)) == tmp_path == check_path("out", tmp_path)
+    for bad in (5, None, b"bytes", ["a"]):
+        with pytest.raises(ArgumentError, match="^out must be a path \\(str or Path\\), got "):
+            check_path("out", bad)

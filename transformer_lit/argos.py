@@ -18,7 +18,7 @@ from . import __version__
 from .data import SubwordTokenizer
 from .export import EXPORT_MARKER, to_ctranslate2
 from .model import Transformer
-from .validate import ArgumentError, check_bool
+from .validate import ArgumentError, check_bool, check_path
 
 # %% auto #0
 __all__ = ['ARGOS_EXTRA', 'SOURCE', 'TARGET', 'SUFFIX', 'FOLDER', 'UNITS', 'ENDS', 'GAPS', 'require_onnx', 'splitter_graph',
@@ -144,12 +144,7 @@ def _written_by_to_argos(path: Path) -> bool:
 def check_package_path(out: object, force: object) -> Path:
     """out as a Path, if to_argos may write it: a name ending in .argosmodel, new, or
     with force a package to_argos wrote; else ArgumentError or FileExistsError."""
-    force = check_bool("force", force)
-    if not isinstance(out, (str, os.PathLike)):
-        raise ArgumentError(
-            f"out must be a path (str or Path), got {type(out).__name__}"
-        )
-    path = Path(out)
+    force, path = check_bool("force", force), check_path("out", out)
     if path.suffix != SUFFIX:
         raise ArgumentError(f"out must be a file name ending in {SUFFIX}, got '{path}'")
     if path.exists() and not path.is_file():

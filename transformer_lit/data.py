@@ -16,7 +16,7 @@ import sentencepiece as spm
 import torch
 
 from .corpus import ENGLISH_VERSIONS, FRENCH_VERSIONS, Pair, Verse
-from .validate import ArgumentError, check_int
+from .validate import ArgumentError, check_int, check_texts
 
 # %% auto #0
 __all__ = ['VALID_BOOKS', 'TEST_BOOKS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_PIECES', 'split_by_book',
@@ -75,7 +75,8 @@ class SubwordTokenizer:
     def encode(self, texts: str | list[str]) -> list[int] | list[list[int]]:
         """Token ids of one text (a list of ints) or of a list of texts (a list of
         lists); no BOS/EOS."""
-        return self.sp.encode(texts)
+        one = isinstance(texts, str)
+        return self.sp.encode(texts if one else check_texts("texts", texts))
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
         "Text of a sequence of ids (list or 1-D tensor); PAD, BOS and EOS are skipped."

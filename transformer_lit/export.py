@@ -21,6 +21,7 @@ from .data import SPECIAL_PIECES, SubwordTokenizer
 from .model import Transformer
 from .norms import LayerNorm
 from .positional import LearnedPositionalEncoding, PositionalEncoding
+from .validate import check_bool, check_path
 
 # %% auto #0
 __all__ = ['DEPLOY_EXTRA', 'EXPORT_MARKER', 'require_ctranslate2', 'quantizations', 'check_quantization', 'transformer_spec',
@@ -233,7 +234,7 @@ def check_replaceable(out: Path) -> None:
 def check_export_folder(out: str | Path, force: bool) -> Path:
     """out as a Path if an export may write it: a new folder, or (force) an empty one or
     an earlier export's; FileExistsError otherwise."""
-    out = Path(out)
+    out, force = check_path("out", out), check_bool("force", force)
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} exists and is not a folder")
     if out.exists() and not force:
