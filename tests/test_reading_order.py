@@ -143,3 +143,19 @@ def test_the_package_docstring_example_runs():
     import transformer_lit
     result = doctest.testmod(transformer_lit, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 5 and result.failed == 0, result
+
+
+def test_the_readme_python_blocks_print_what_they_say():
+    """Each ```python block of the README's 'Use the package' runs, and prints what its last
+    comment line shows."""
+    import contextlib
+    import io
+    section = (ROOT / "README.md").read_text().split("## Use the package")[1].split("\n## ")[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) >= 2
+    for block in blocks:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(block, {})
+        shown = block.rstrip().splitlines()[-1]
+        assert shown.startswith("# ") and printed.getvalue().strip() == shown[2:], block
