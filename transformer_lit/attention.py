@@ -34,9 +34,8 @@ def check_mask(mask: Tensor, shape: tuple[int, ...]) -> None:
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores "
             f"{tuple(shape)}: "
             f"give (Tq, Tk) or {len(shape)} dimensions, each 1 or full size, e.g. "
-            f"(B, 1, Tq, Tk); "
-            "a padding mask (B, S) must be (B, 1, 1, S), as padding_mask (chapter "
-            "04) returns it"
+            "(B, 1, Tq, Tk); a padding mask (B, S) must be (B, 1, 1, S), as "
+            "padding_mask (chapter 04) returns it"
         )
 
 # %% ../nbs/03_attention.ipynb #11d477d2
@@ -122,9 +121,8 @@ def check_qkv(query: Tensor, key: Tensor, value: Tensor, d_model: int) -> None:
         )
     if not query.shape[0] == key.shape[0] == value.shape[0]:
         raise ValueError(
-            f"query, key and value must have the same batch size B, got "
-            f"{query.shape[0]}, "
-            f"{key.shape[0]}, {value.shape[0]}"
+            "query, key and value must have the same batch size B, got "
+            f"{query.shape[0]}, {key.shape[0]}, {value.shape[0]}"
         )
 
 # %% ../nbs/03_attention.ipynb #3dc5ad03

@@ -414,9 +414,8 @@ def to_huggingface(model: Transformer, tokenizer: SubwordTokenizer, out: str | P
     c, V = model.config, tokenizer.vocab_size
     if not c.src_vocab_size == c.tgt_vocab_size == V or c.pad_id != PAD_ID:
         raise ArgumentError(
-            f"model: its vocabularies ({c.src_vocab_size}, {c.tgt_vocab_size}) "
-            f"must both "
-            f"have the tokenizer's {V} pieces, and pad_id must be {PAD_ID}"
+            f"model: its vocabularies ({c.src_vocab_size}, {c.tgt_vocab_size}) must "
+            f"both have the tokenizer's {V} pieces, and pad_id must be {PAD_ID}"
         )
     out = check_export_folder(out, force)  # chapter 26's rules for OUT
     theirs = huggingface_model(model)

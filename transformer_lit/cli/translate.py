@@ -104,8 +104,7 @@ def add_translate_command(
         help="translate English sentences into French",
         description="Translate English sentences into French with the model shipped in "
         "the package (chapter 17), or with a model.pt written by "
-        "`transformer-lit train`. "
-        "One translation per line.",
+        "`transformer-lit train`. One translation per line.",
     )
     p.add_argument(
         "sentences",
