@@ -87,13 +87,19 @@ def test_chapters_use_no_code_from_later_chapters_but_the_listed():
     assert uses_of_later_code() == LATER
 
 
-def test_the_core_path_fits_its_screens():
-    """Issue 31: the reader's path (the parts before Engineering) at most 160 screens of
-    tools/screens.py's count, no chapter of it over 22."""
+def screens_tool():
+    "tools/screens.py as a module: parts() reads _toc.yml's parts, screens() counts."
     import importlib.util
     spec = importlib.util.spec_from_file_location("screens", ROOT / "tools" / "screens.py")
     screens = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(screens)
+    return screens
+
+
+def test_the_core_path_fits_its_screens():
+    """Issue 31: the reader's path (the parts before Engineering) at most 160 screens of
+    tools/screens.py's count, no chapter of it over 22."""
+    screens = screens_tool()
     parts = screens.parts()
     core = [stem for caption, stems in parts[:[c for c, _ in parts].index("Engineering")]
             for stem in stems]
@@ -106,34 +112,25 @@ def package_map() -> list[tuple[str, list[tuple[str, str]]]]:
     """The map in the package's docstring (`help(transformer_lit)`): [(part, [(module,
     chapter number), ...]), ...], read from its indented 'module  NN  what' lines."""
     import transformer_lit
-    parts = []
+    captions, parts = {caption for caption, _ in screens_tool().parts()}, []
     for line in transformer_lit.__doc__.split("To translate")[0].splitlines():
         row = re.fullmatch(r"  ([a-z_.]+) +(\d\d)  \S.*", line)
-        if line in TOC_CAPTIONS:
+        if line in captions:
             parts.append((line, []))
         elif row:
             parts[-1][1].append(row.groups())
     return parts
 
 
-TOC_CAPTIONS = re.findall(r"caption:\s*(.+)", (ROOT / "_toc.yml").read_text())
-
-
 def test_the_package_docstring_maps_every_module_to_its_chapter_and_part():
     """help(transformer_lit) lists every exported module once, under the part of the book
     its chapter is in, with that chapter's number, in reading order."""
-    chapters = toc_chapters()
-    parts = re.split(r"caption:\s*", (ROOT / "_toc.yml").read_text())[1:]
-    part_of = {stem: part.splitlines()[0].strip()
-               for part in parts for stem in re.findall(r"file:\s*nbs/(\S+)", part)}
     expected = []
-    for stem in chapters:
-        module = exported_module(code(stem))
-        if module:
-            part = part_of[stem]
-            if not expected or expected[-1][0] != part:
-                expected.append((part, []))
-            expected[-1][1].append((module.removesuffix(".__init__"), stem[:2]))
+    for part, stems in screens_tool().parts():
+        modules = [(exported_module(code(stem)), stem[:2]) for stem in stems]
+        modules = [(m.removesuffix(".__init__"), n) for m, n in modules if m]
+        if modules:
+            expected.append((part, modules))
     assert expected and package_map() == expected
 
 
