@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch first and pinned: the CPU wheel; an unpinned torch would pull GBs of CUDA packages.
 	$(PY) -m pip install -q torch==2.13.0
-	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 26 and
+	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 27 and
 	# tests/test_export.py use; bench: transformers, which benchmarks/bench_peers.py and
 	# tests/test_bench_peers.py use (extras of their own, so that readers can install them alone)
 	$(PY) -m pip install -q -e ".[dev,deploy,bench,argos]"
@@ -76,7 +76,7 @@ check-tools:
 # nbval runs outside the repository, on copies of the notebooks each alone in a folder, with
 # the package installed from its wheel (not editable): a chapter must work for a reader who
 # has only `pip install`ed the package. Two notebooks run at once, each in its own kernel
-# with one CPU thread, with TRANSFORMER_LIT_QUICK=1: chapters 17 and 18 shorten their long
+# with one CPU thread, with TRANSFORMER_LIT_QUICK=1: chapters 18 and 19 shorten their long
 # runs, and the cells tagged quick-ignore-output are not compared (tools/nbval_outside.py;
 # `make nbval-full` runs every cell as stored). Each chapter still runs once; the folder is
 # removed.
@@ -97,7 +97,7 @@ screenshots: $(STAMP) check-tools
 	$(MAKE) --no-print-directory site
 	$(VENV)/bin/pytest tests -m browser
 
-# nbval over every notebook as stored, chapter 18's full training run included
+# nbval over every notebook as stored, chapter 19's full training run included
 nbval-full: $(STAMP)
 	$(PY) tools/nbval_outside.py --full
 

@@ -60,7 +60,7 @@ SRC_LEN = 32
 PARTS = ("agreement", "speed", "sizes")
 
 
-limit_of = output_limit  # chapter 15's budget for a source of n_src pieces (EOS included)
+limit_of = output_limit  # chapter 16's budget for a source of n_src pieces (EOS included)
 
 
 def strip(row: list[int]) -> list[int]:
@@ -213,7 +213,7 @@ class Int8FastDecoder:
 
 @torch.no_grad()
 def int8_fast_step(q8: Int8FastDecoder, tokens: Tensor, cache) -> Tensor:
-    "fast_step (chapter 15) with every product an int8 one: tokens (B, 1) -> logits (B, V)."
+    "fast_step (chapter 16) with every product an int8 one: tokens (B, 1) -> logits (B, V)."
     from transformer_lit.fast_decoding import _add_norm, _embed, _norm
     from transformer_lit.attention import fused_attention
     import torch.nn.functional as F

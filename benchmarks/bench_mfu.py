@@ -9,7 +9,7 @@ token), so every counted operation is useful work. Three ways of taking the step
 alternation after a warm-up (which also compiles):
 
 - plain: chapter 13's train_step (logits at every position);
-- fast step: chapter 24's fast_train_step (the projection of the target rows only, the
+- fast step: chapter 25's fast_train_step (the projection of the target rows only, the
   closed-form loss gradient), the command line's default;
 - compiled: train_step with torch.compile(model) as the forward, as `--compile` does;
 

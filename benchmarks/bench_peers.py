@@ -30,7 +30,7 @@ Each case times its functions in alternation (_common.interleaved_medians), prin
 ours / theirs, asserts that both sides wrote the same number of tokens, and the script writes
 transformer_lit/results/peers_<device>.json with the device, the 1-minute load average before and
 after, and how the setups differ. Before measuring on another host, keep the last host's file as
-peers_cpu_<host>.json (git mv): chapter 25 prints every host's decoding ratios side by side. Goals (issue 15): decoding >= 1.5x faster than Marian greedy and
+peers_cpu_<host>.json (git mv): chapter 26 prints every host's decoding ratios side by side. Goals (issue 15): decoding >= 1.5x faster than Marian greedy and
 >= 1.3x with beams; a training step <= 0.9x of Marian's and of nn.Transformer's time.
 
 --smoke runs every case once on a tiny model with a few tokens and writes nothing: a check that the
@@ -121,7 +121,7 @@ SETUP_DIFFERENCES = [
     "both return 1 + n tokens (asserted). Every beam is computed every step on both sides regardless.",
     "Decoding: Marian runs generate() with its default DynamicCache and logits processors, ours the "
     "package's KVCache and its fast step (greedy_decode / beam_search with step=fast_decoder(...), and greedy "
-    "with pick=two_pass_argmax: the command line's route, FastDecoder, chapter 25; greedy is also timed "
+    "with pick=two_pass_argmax: the command line's route, FastDecoder, chapter 26; greedy is also timed "
     "with the plain argmax, as ours_argmax); attention on both sides goes through "
     "F.scaled_dot_product_attention (Marian's attn_implementation is recorded).",
     "Products when decoding: from 4 rows a step (greedy at batch 32, beam 4 at batch 1) ours "
@@ -134,16 +134,16 @@ SETUP_DIFFERENCES = [
     "Training, ours: the package's own train_step, which runs the output projection (and the loss) "
     "on the positions that hold a target token only, and every position-wise layer (projections, "
     "feed-forward, layer norms, dropout) on the source tokens that are not padding and on each target "
-    "row up to its last target token (packed_decoder_states, chapter 24: the attention alone sees the "
+    "row up to its last target token (packed_decoder_states, chapter 25: the attention alone sees the "
     "padded grid; same loss and gradients, asserted in the chapter and in tests/test_fast_paths.py); "
     "the peers compute every layer and the logits at every position of the padded grid, as their "
     "models' forward does. With no padding (train_step_full) there is nothing to skip. Ours computes the loss's gradient with respect to the logits "
-    "in closed form (SmoothedCrossEntropy, chapter 24; equal to autograd's, tests/test_training.py), "
+    "in closed form (SmoothedCrossEntropy, chapter 25; equal to autograd's, tests/test_training.py), "
     "the peers through autograd. Same loss (cross-entropy without smoothing, padding ignored), "
     "no clipping, the same Adam settings (ours fused, the peers torch's default), on all three.",
     "Products when training: where use_onednn_products says so (float32 on a CPU with AVX-512; "
     "recorded per case as ours_onednn), train_step computes every linear layer's product, forward "
-    "and both backward products, by oneDNN (OneDNNLinear, chapter 24: torch.ops.mkldnn."
+    "and both backward products, by oneDNN (OneDNNLinear, chapter 25: torch.ops.mkldnn."
     "_linear_pointwise, float32, rows rounded up to a multiple of 64 with zero rows); the peers' "
     "nn.Linear layers, and every other product on all three sides (attention's, through "
     "F.scaled_dot_product_attention), go through torch's mm/addmm/bmm, which PyTorch's CPU build "
@@ -152,7 +152,7 @@ SETUP_DIFFERENCES = [
     "attention weights, FFN hidden units, embeddings + positions); it is called with use_cache=False, "
     "as with labels; the loss is computed outside the model, the same way for all three.",
     "Training, dropout's decisions: ours makes the residual and feed-forward ones from 16 random bits "
-    "each (FastDropout, chapter 24: p rounded to a multiple of 2^-16, 0.1 -> 0.1000061, the kept "
+    "each (FastDropout, chapter 25: p rounded to a multiple of 2^-16, 0.1 -> 0.1000061, the kept "
     "values scaled by the rounded rate); its attention weights and embeddings, and all of the peers' "
     "dropout, draw with bernoulli_.",
 ]

@@ -1,11 +1,11 @@
 """Training steps on real batches (chapter 13's corpus, length-bucketed as `fit` makes them):
-chapter 24's fast step with its products by oneDNN and by F.linear (MKL), and chapter 13's plain
+chapter 25's fast step with its products by oneDNN and by F.linear (MKL), and chapter 13's plain
 train_step, interleaved batch by batch on the same weights.
 
     python benchmarks/bench_train_real.py                  # presets cpu and small, 24 batches
     python benchmarks/bench_train_real.py --batches 8 --presets cpu
 
-Where chapter 24's bench_peers.py times one synthetic batch against other libraries, this
+Where chapter 25's bench_peers.py times one synthetic batch against other libraries, this
 measures what a real run gains: target tokens per second of training steps, each way, on the
 first batches of an epoch of the training books (the shipped model's tokenizer encodes them).
 All sides start from the same weights and take the same batches; each batch is timed once each

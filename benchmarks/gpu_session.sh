@@ -9,13 +9,13 @@
 # 1. the benchmarks, alone on the GPU: MFU of a base-model training step (bench_mfu.py), then
 #    the base model's decoding latency at batch 1 against its bandwidth floor (bench_decode.py);
 # 2. then, side by side: the base model trained on every pairing and scored on the test books
-#    (translation_run.py), and chapters 09, 13, 17, 15, 24 and 25 run as a reader runs them, from
+#    (translation_run.py), and chapters 09, 13, 18, 16, 25 and 26 run as a reader runs them, from
 #    the package's wheel in a fresh virtual environment (tools/run_as_script.py): in bf16,
-#    then 18 and 17 again on the float16 path that a T4 takes. Chapter 18's GPU budget is cut
+#    then 19 and 18 again on the float16 path that a T4 takes. Chapter 19's GPU budget is cut
 #    to a few hundred steps: the training run above is the long one.
 # Everything it measures is packed into $OUT/gpu.tgz (results/*.json, logs, chapters/*.json),
 # within SECONDS_LEFT seconds of its start (default 520), so that the tool's limit is not hit.
-# ONLY_CHAPTERS=1 runs the chapters alone; FULL_RUN=1 (with it) runs only chapter 18, in bf16
+# ONLY_CHAPTERS=1 runs the chapters alone; FULL_RUN=1 (with it) runs only chapter 19, in bf16
 # and in float16 side by side, each with its whole GPU budget (recipe.BOOK_GPU_STEPS; FP16_STEPS
 # cuts the float16 one).
 set -u
@@ -85,31 +85,31 @@ chapter() {  # name, timeout, options
   timeout "$(left "$limit")" env OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS $CHAPTER_PY "$REPO/tools/run_as_script.py" "/tmp/reader/$name.ipynb" \
     "$W/chapters/$tag.json" "$@" > "$W/chapters/$tag.log" 2>&1
   stamp "$tag: exit $?"
-  # chapter 18's own record (its results.json), for transformer_lit/results/book_run_cuda.json
-  [[ $name == 18_your_model ]] && cp "$TRANSFORMER_LIT_CACHE/runs/18_your_model-cuda/results.json" \
+  # chapter 19's own record (its results.json), for transformer_lit/results/book_run_cuda.json
+  [[ $name == 19_your_model ]] && cp "$TRANSFORMER_LIT_CACHE/runs/19_your_model-cuda/results.json" \
     "$W/chapters/$tag-results.json" 2>/dev/null
   return 0
 }
-own_cache() {  # the float16 chain's cache: chapter 18's run folder would be the other chain's
+own_cache() {  # the float16 chain's cache: chapter 19's run folder would be the other chain's
   mkdir -p /tmp/tl-cache-fp16 && cp /tmp/tl-cache/bible-verses-v2.tsv* /tmp/tl-cache-fp16/
   export TRANSFORMER_LIT_CACHE=/tmp/tl-cache-fp16
 }
-if [[ -n "${FULL_RUN:-}" ]]; then  # chapter 18 alone at its whole GPU budget, bf16 and float16
-  ( chapter 18_your_model 450 ) &
-  ( own_cache; chapter 18_your_model 450 ${FP16_STEPS:+--gpu-steps $FP16_STEPS} --float16 ) &
+if [[ -n "${FULL_RUN:-}" ]]; then  # chapter 19 alone at its whole GPU budget, bf16 and float16
+  ( chapter 19_your_model 450 ) &
+  ( own_cache; chapter 19_your_model 450 ${FP16_STEPS:+--gpu-steps $FP16_STEPS} --float16 ) &
 else
 (
   chapter 09_transformer 90
-  chapter 18_your_model 300 --gpu-steps 300
-  chapter 17_pretrained 90
-  chapter 15_inference 200
-  chapter 24_speed 200
-  chapter 25_fast_decoding 120
+  chapter 19_your_model 300 --gpu-steps 300
+  chapter 18_pretrained 90
+  chapter 16_inference 200
+  chapter 25_speed 200
+  chapter 26_fast_decoding 120
 ) &
 (
   own_cache
-  chapter 18_your_model 300 --gpu-steps 200 --float16
-  chapter 15_inference 200 --float16
+  chapter 19_your_model 300 --gpu-steps 200 --float16
+  chapter 16_inference 200 --float16
 ) &
 fi
 wait

@@ -1,4 +1,4 @@
-"""Parity: the shipped model through transformers (chapter 27's export) against transformer_lit itself.
+"""Parity: the shipped model through transformers (chapter 28's export) against transformer_lit itself.
 
 Run: .venv/bin/python benchmarks/hf_parity.py [--threads N] [--limit N]
      (transformers comes with the package's `huggingface` extra, which `make venv` installs)
@@ -9,7 +9,7 @@ pipeline: tokenizer -> generate -> batch_decode is what it did). On the test boo
 1 John; WEB sources, chapter 13's reference set), on a CPU with one thread unless --threads says
 otherwise:
   1. greedy: our translate(beam_size=1), batches of 64 sorted by length, each sentence cut at
-     chapter 15's output_limit, against generate() with the folder's generation_config (greedy, at
+     chapter 16's output_limit, against generate() with the folder's generation_config (greedy, at
      most max_len - 1 new tokens), the same batches; texts compared; for each verse that differs,
      our margin between the two best logits at the first token where the two differ, that
      token's position, and whether it is where translate's output_limit stopped ours;

@@ -1,13 +1,13 @@
-"""The ladder: from chapter 18's live run to the shipped model, one change at a time, measured
-on the validation books (never the test books). Chapter 18 shows the results file.
+"""The ladder: from chapter 19's live run to the shipped model, one change at a time, measured
+on the validation books (never the test books). Chapter 19 shows the results file.
 
 Rungs 1-3 are trained here with the package's `fit`, on one thread, as `transformer-lit train`
 builds a run (a tokenizer trained on the training books of the run's versions, the preset's
-model seeded with 0, the preset's settings); rungs 4-6 are the shipped run (chapter 17), read
+model seeded with 0, the preset's settings); rungs 4-6 are the shipped run (chapter 18), read
 from the validation scores its record keeps (tools/export_pretrained.py measured them):
 
-1. the `cpu` preset on one pairing (WEB -> Louis Segond) for chapter 18's BOOK_CPU_STEPS steps
-   (the versions and budget of chapter 18's CPU run);
+1. the `cpu` preset on one pairing (WEB -> Louis Segond) for chapter 19's BOOK_CPU_STEPS steps
+   (the versions and budget of chapter 19's CPU run);
 2. the same on every (English, French) pairing of the five versions;
 3. the `small` preset, stopped at the first step where it has seen as many target tokens as 2;
 4. the shipped run's budget (the `small` preset, all pairings, its steps), last weights;
@@ -53,7 +53,7 @@ from transformer_lit.training import fit, make_optimizer
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "results" / "ladder_cpu.json"
 NAMES = {
-    1: "cpu preset, WEB -> LSG, chapter 18's CPU run",
+    1: "cpu preset, WEB -> LSG, chapter 19's CPU run",
     2: "cpu preset, every pairing, same steps",
     3: "small preset, every pairing, same target tokens",
     4: "small preset, the shipped run's budget, last weights",

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Issue 31 on a lent GPU: which live run of chapter 18 translates the held-out verses?
+# Issue 31 on a lent GPU: which live run of chapter 19 translates the held-out verses?
 # Configurations of benchmarks/reader_budget.py side by side on one GPU (their times are
 # therefore not the GPU's alone; steps, tokens and scores are exact).
-#   GRID=gpu (default): chapter 18's GPU run, four configurations scored on every validation
+#   GRID=gpu (default): chapter 19's GPU run, four configurations scored on every validation
 #     verse (WEB -> Louis Segond, greedy) at several points of their budgets;
-#   GRID=cpu: candidates for chapter 18's CPU run (the cpu preset's 1,024-token batches, in
+#   GRID=cpu: candidates for chapter 19's CPU run (the cpu preset's 1,024-token batches, in
 #     float32 as a CPU computes them), scored by steps on the validation verses of at most 20
 #     WEB words; the CPU minutes a step budget costs are measured on the CPU.
 #   device run: bash benchmarks/live_grid_gpu.sh   (carry .gpu-cache, as gpu_session.sh)

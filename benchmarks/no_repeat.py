@@ -1,10 +1,10 @@
-"""A cheap remedy for loops, measured (chapter 16, "How it fails"): greedy decoding that may not
+"""A cheap remedy for loops, measured (chapter 17, "How it fails"): greedy decoding that may not
 write a subword n-gram it has already written (the `no_repeat_ngram_size` of common toolkits).
 
-An experiment, not the package's decoding: the loop below is chapter 15's cached greedy loop
+An experiment, not the package's decoding: the loop below is chapter 16's cached greedy loop
 with one mask added, and it plugs into inference.decode_in_batches. n is chosen on the validation
 books (BLEU with both references); the test books are then scored once with that n, greedy, next
-to plain greedy decoding, with the loop counter of chapter 16 (against Louis Segond alone).
+to plain greedy decoding, with the loop counter of chapter 17 (against Louis Segond alone).
 
 Usage: python benchmarks/no_repeat.py      Writes transformer_lit/results/no_repeat_cpu.json.
 """
@@ -84,7 +84,7 @@ def main() -> None:
         r = valid[name]
         print(f"valid {name}: BLEU {r['bleu']:.2f} (LSG {r['bleu_single']:.2f}) chrF "
               f"{r['chrf']:.2f} loops {r['loop']:.1%} ({r['seconds']:.0f} s)", flush=True)
-    # the plain loop of this script (n larger than any output) is chapter 15's greedy loop
+    # the plain loop of this script (n larger than any output) is chapter 16's greedy loop
     few = {c: r[:64] for c, r in v_refs.items()}
     plain = run(model, tokenizer, v_src[:64], few, 10**6)["hypotheses"]
     same = plain == valid["greedy"]["hypotheses"][:64]

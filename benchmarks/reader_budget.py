@@ -1,4 +1,4 @@
-"""Choose the reader's live run of chapter 18 by measurement on the validation books: train a
+"""Choose the reader's live run of chapter 19 by measurement on the validation books: train a
 preset for a budget of steps, and score greedy translations of held-out verses (WEB -> Louis
 Segond, chrF and BLEU) at several points of the budget, on a CPU or a CUDA GPU.
 
@@ -9,7 +9,7 @@ Segond, chrF and BLEU) at several points of the budget, on a CPU or a CUDA GPU.
 Writes transformer_lit/results/reader_budget_<device type>.json (one entry per
 configuration, the curve of steps -> minutes -> chrF, written after every point, so a run cut
 short keeps what it measured). Only the validation books are scored here: the test books are
-scored once, by chapter 18, with the settings chosen from this file.
+scored once, by chapter 19, with the settings chosen from this file.
 """
 from __future__ import annotations
 

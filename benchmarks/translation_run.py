@@ -2,11 +2,11 @@
 
 Run: python benchmarks/translation_run.py --preset base --minutes 7 --out runs/base-gpu
 
-This is how the GPU numbers of chapters 13 and 15 were produced (the book itself trains the small
+This is how the GPU numbers of chapters 13 and 16 were produced (the book itself trains the small
 CPU preset as it runs). After `transformer-lit train` has written model.pt (the average of the last
 snapshots) and checkpoint.pt (the last weights), the script translates every test pair (Ruth,
 Daniel, 1 John) with the last and the averaged weights: plain greedy decoding (chapter 09's loop,
-no cache), cached greedy decoding and beam search with 4 beams (chapter 15), and scores each with
+no cache), cached greedy decoding and beam search with 4 beams (chapter 16), and scores each with
 sacrebleu next to the copy-the-source baseline. It writes
 transformer_lit/results/translation_<cpu|cuda>.json: the device, versions, settings, the loss logs, the
 BLEU table, decoding times and a few sample translations.

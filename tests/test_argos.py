@@ -1,4 +1,4 @@
-"""Chapter 28: the Argos Translate package that `to_argos` writes installs into a fresh Argos
+"""Chapter 29: the Argos Translate package that `to_argos` writes installs into a fresh Argos
 home and translates, with no network, as our greedy decoding does; LibreTranslate serves it
 (its JSON API and its web page, driven with Chromium) and refuses bad requests; `to_argos`
 refuses bad arguments in one line.

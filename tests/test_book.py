@@ -75,7 +75,7 @@ def visit(browser, url: str, shot: Path) -> tuple[object, list[str]]:
     shot.parent.mkdir(parents=True, exist_ok=True)
     for old in shot.parent.glob(f"{shot.stem}-*{shot.suffix}"):   # tiles of an earlier build
         old.unlink()
-    # One capture of a very tall page (chapter 18: 53,000 px) came back with its prose missing
+    # One capture of a very tall page (chapter 19: 53,000 px) came back with its prose missing
     # below ~12,000 px; captures of at most SHOT_TILE px each render whole, so a taller page is
     # saved in tiles: name.png, then name-2.png, name-3.png, ...
     height = page.evaluate("document.documentElement.scrollHeight")

@@ -281,8 +281,8 @@ def test_translate_beam_larger_than_the_vocabulary(checkpoint, capsys):
 
 
 def test_the_subcommands_alone_take_the_plain_routes():
-    """Chapters 22 and 23's subcommands on their own train with chapter 13's train_step and
-    decode with the plain cached step; main's parser (chapter 30) gives them those of chapters 24 and 25."""
+    """Chapters 23 and 24's subcommands on their own train with chapter 13's train_step and
+    decode with the plain cached step; main's parser (chapter 31) gives them those of chapters 25 and 26."""
     import argparse
 
     from transformer_lit.cli.train import add_train_command
@@ -310,7 +310,7 @@ def test_the_subcommands_alone_take_the_plain_routes():
 
 
 def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, monkeypatch):
-    "train's every step goes through chapter 24's fast loss, translate through chapter 25's fast_step."
+    "train's every step goes through chapter 25's fast loss, translate through chapter 26's fast_step."
     import transformer_lit.fast as fast
     import transformer_lit.fast_decoding as fast_decoding
     calls = {"fast_loss": 0, "fast_step": 0}
@@ -326,7 +326,7 @@ def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, m
 
     for name in calls:
         monkeypatch.setattr(homes[name], name, counting(name))
-    picks = []   # translate's choice of token: chapter 25's two-pass argmax, bound by build_parser
+    picks = []   # translate's choice of token: chapter 26's two-pass argmax, bound by build_parser
     real_pick = cli.two_pass_argmax
     monkeypatch.setattr(cli, "two_pass_argmax", lambda logits: picks.append(1) or real_pick(logits))
     out = tmp_path / "run"

@@ -268,4 +268,4 @@ def test_the_cache_is_duck_typed():
     import transformer_lit.decoder as decoder
     for module in (attention, decoder):
         source = inspect.getsource(module)
-        assert "inference" not in source.split('"""', 2)[2].split("__all__")[0], module   # no import of chapter 15
+        assert "inference" not in source.split('"""', 2)[2].split("__all__")[0], module   # no import of chapter 16

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "nbs" / "figures"
 SVG_NS = "{http://www.w3.org/2000/svg}"
-# Drawn for chapter 15, which places them itself; until it does, "referenced" is expected to fail.
+# Drawn for chapter 16, which places them itself; until it does, "referenced" is expected to fail.
 NOT_YET_PLACED: set[str] = set()
 IMG = re.compile(r"<img\b[^>]*>")
 
@@ -55,7 +55,7 @@ def test_svg_is_valid_and_sized(path: Path):
 
 
 @pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="for chapter 15 to place"))
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="for chapter 16 to place"))
     if p.stem in NOT_YET_PLACED else p for p in SVGS], ids=lambda p: p.name)
 def test_diagram_is_placed_with_alt_text(path: Path):
     "Some chapter shows the diagram, relative to the notebook, with alt text that says something."

@@ -1,4 +1,4 @@
-"""Data-parallel training (chapter 20) on this CPU: torchrun, two processes, gloo."""
+"""Data-parallel training (chapter 21) on this CPU: torchrun, two processes, gloo."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""Chapter 24's dropout from 16 random bits per decision (keep_mask, FastDropout,
+"""Chapter 25's dropout from 16 random bits per decision (keep_mask, FastDropout,
 fast_dropout): its decisions against the Bernoulli law they stand for, its output and
 gradient against the mask, the cases it leaves to nn.Dropout, and the fast training step
 taking it where it applies."""

@@ -373,7 +373,7 @@ def test_fit_takes_the_step_it_is_given(monkeypatch):
 
 
 def test_two_pass_argmax_is_argmax():
-    "Chapter 25's argmax in two passes: argmax's index, first of equal maxima, NaN and -inf rows alike."
+    "Chapter 26's argmax in two passes: argmax's index, first of equal maxima, NaN and -inf rows alike."
     from transformer_lit.fast_decoding import ARGMAX_BLOCK, two_pass_argmax
     g = torch.Generator().manual_seed(0)
     for rows, width, dtype in ((32, 8000, torch.float32), (4, 4000, torch.float32), (7, 128, torch.float32),

@@ -278,7 +278,7 @@ def test_decoding_values_are_refused_in_the_users_words(model_pt, capsys):
 
 
 class CutWarning(UserWarning):
-    "A warning about sentence `index` of a batch, as chapter 15's warnings are."
+    "A warning about sentence `index` of a batch, as chapter 16's warnings are."
 
     def __init__(self, index: int) -> None:
         super().__init__(index)

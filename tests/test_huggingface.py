@@ -1,4 +1,4 @@
-"""transformer_lit.huggingface (chapter 27): our model written as a transformers model folder.
+"""transformer_lit.huggingface (chapter 28): our model written as a transformers model folder.
 
 The same logits as ours (float32, within 1e-4) for post- and pre-norm models with shared and
 separate embeddings, through the folder that AutoModelForSeq2SeqLM reads; the folder's position

@@ -1,4 +1,4 @@
-"""train_step's products by oneDNN (chapter 24): OneDNNLinear
+"""train_step's products by oneDNN (chapter 25): OneDNNLinear
 equals F.linear and autograd, the rows are rounded so that few shapes reach oneDNN, the
 packed step gives the same values and gradients either way, and the policy and the bad
 arguments behave as documented."""

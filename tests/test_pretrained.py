@@ -1,4 +1,4 @@
-"""The model shipped in the package (chapter 17): pinned bytes, safe loading, a working tokenizer,
+"""The model shipped in the package (chapter 18): pinned bytes, safe loading, a working tokenizer,
 and the command line's default model."""
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ def test_book_run_gpu_settings_are_the_grids_choice():
     preset, settings = book_run(torch.device("cuda"))
     assert chosen["settings"] == {"preset": preset, "max_tokens": settings.max_tokens,
                                   "warmup": settings.warmup}
-    assert chosen["vocab"] == 8000 and chosen["max_words"] == 0   # chapter 18's GPU vocabulary, every verse
+    assert chosen["vocab"] == 8000 and chosen["max_words"] == 0   # chapter 19's GPU vocabulary, every verse
     points = chosen["curve"][1:]
     assert max(points, key=lambda p: p["bleu"])["steps"] == settings.max_steps == BOOK_GPU_STEPS
     others = [run["curve"][-1] for name, run in grid.items() if name not in ("how", "small-all")]
@@ -59,7 +59,7 @@ def test_book_run_gpu_settings_are_the_grids_choice():
 
 
 def test_book_run_cpu_budget_is_the_measured_choice():
-    """book_run's CPU run is the candidate of the CPU budget files that chapter 18 chose on the
+    """book_run's CPU run is the candidate of the CPU budget files that chapter 19 chose on the
     validation books: the cpu preset's settings, measured at BOOK_CPU_STEPS on every WEB -> LSG
     verse, above copying the source on the short verses and on all of them, where training on
     the short verses alone falls below it."""
@@ -83,7 +83,7 @@ def test_gpu_translation_run_numbers_are_complete():
     assert steps == sorted(steps) and steps[-1] == run["run"]["steps"]
     assert all(math.isfinite(v) for _, v in run["valid_log"])
     best_step = min(run["valid_log"], key=lambda sv: sv[1])[0]
-    assert best_step < steps[-1]   # validation stopped improving before the end (chapter 18)
+    assert best_step < steps[-1]   # validation stopped improving before the end (chapter 19)
     assert run["test_sentences"] == 547   # all the test pairs (Ruth, Daniel, 1 John)
     names = {"copy the source"} | {f"{w}, {s}" for w in ("averaged", "last")
                                    for s in ("greedy, no cache", "greedy, cached", "beam search (4), cached")}

@@ -1,4 +1,4 @@
-"""Scoring (chapter 16): like-for-like tables; analysis (chapter 19): the failure-mode counters on
+"""Scoring (chapter 17): like-for-like tables; analysis (chapter 20): the failure-mode counters on
 made-up outputs with known answers, and the modern sentences' loader. Scores are checked against sacrebleu itself."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Several Bible versions per language (chapter 11) and multi-reference scores (chapter 16), on a
+"""Several Bible versions per language (chapter 11) and multi-reference scores (chapter 17), on a
 SQLite fixture built here: two English and two French versions at least, with missing verses, a
 misaligned chapter, placeholders and each version's own markup."""
 from __future__ import annotations

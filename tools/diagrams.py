@@ -802,7 +802,7 @@ def attention_sites_masks() -> Svg:
     return svg
 
 
-# -- (f) the KV cache: one cached decoding step, for chapter 15 ----------------------------------
+# -- (f) the KV cache: one cached decoding step, for chapter 16 ----------------------------------
 def slots(svg: Svg, x: float, y: float, fills: list[str], labels: list[str],
           name: str, cell: float = 24) -> Box:
     "One row of cache slots, with their numbers underneath where labels has them."
@@ -920,7 +920,7 @@ def kv_cache() -> Svg:
     return svg
 
 
-# -- (g) beam search: expand, keep the best k, reorder, for chapter 15 ---------------------------
+# -- (g) beam search: expand, keep the best k, reorder, for chapter 16 ---------------------------
 def minus(v: float) -> str:
     "A number with one decimal and a real minus sign."
     return f"{v:.1f}".replace("-", "−")

@@ -1,4 +1,4 @@
-"""Export a finished `transformer-lit train` run as the package's shipped model (chapter 17).
+"""Export a finished `transformer-lit train` run as the package's shipped model (chapter 18).
 
 Usage: python tools/export_pretrained.py RUN_DIR --command "transformer-lit train ..."
        python tools/export_pretrained.py --card     (the shipped model as it is: its card only)
@@ -8,11 +8,11 @@ Usage: python tools/export_pretrained.py RUN_DIR --command "transformer-lit trai
    reference), beside two baselines: copying the source, and each French version scored against
    the other ("human" translations);
 3. writes transformer_lit/pretrained/model.pt (float16 weights + tokenizer + the run's record and
-   these scores), pins its SHA-256 in nbs/17_pretrained.ipynb;
+   these scores), pins its SHA-256 in nbs/18_pretrained.ipynb;
 4. translates the validation and test books and the modern sentences once more (greedy and
    beam 4) into transformer_lit/results/shipped_translations.json (model output only), and
    writes MODEL_CARD.md: the scores like for like (one reference, the human row beside the
-   model's), out of domain, and the failure modes (chapter 16).
+   model's), out of domain, and the failure modes (chapter 17).
 With --card, only step 4, for the shipped file (its translations are reused when the file
 they name is the shipped one). Then run `nbdev_export` and re-execute 14 and 15.
 """
@@ -44,7 +44,7 @@ from transformer_lit.checkpoints import (
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "pretrained"
-NOTEBOOK = ROOT / "nbs" / "17_pretrained.ipynb"
+NOTEBOOK = ROOT / "nbs" / "18_pretrained.ipynb"
 DECODINGS = {"greedy": dict(beam_size=1), "beam 4": dict(beam_size=4)}
 # the shipped model's translations of the held-out books and of the modern sentences (model
 # output only: the references are read from the corpus where they are scored)
@@ -143,7 +143,7 @@ def export_run(args: argparse.Namespace) -> str:
     hyps, seconds = timed_translate(half, tokenizer, t_src, **DECODINGS[chosen])
     test = {"sentences": len(t_src), "decoding": chosen, "seconds": seconds,
             "model": corpus_scores(hyps, t_refs), "copy the source": corpus_scores(t_src, t_refs)}
-    if chosen != "greedy":   # chapter 18 re-computes the greedy score (it is cheaper on a CPU)
+    if chosen != "greedy":   # chapter 19 re-computes the greedy score (it is cheaper on a CPU)
         greedy_hyps, _ = timed_translate(half, tokenizer, t_src, beam_size=1)
         test["model, greedy"] = corpus_scores(greedy_hyps, t_refs)
     for code in french:   # a human translation against the other French versions
@@ -210,7 +210,7 @@ def test_references(record, keys):
 
 def evaluate(record, translations) -> dict:
     """Test books like for like (one reference at a time) and with every reference, the
-    modern sentences, and the failure modes (chapter 16's functions)."""
+    modern sentences, and the failure modes (chapter 17's functions)."""
     test = translations["sets"]["test"]
     sources, refs = test_references(record, test["keys"])
     chosen = record["test_scores"]["decoding"]
@@ -267,7 +267,7 @@ def card(record, ev, size) -> str:
         "",
         "Written by `tools/export_pretrained.py` from the run's own record and the model's",
         "translations; every number below is measured, none typed by hand. Loaded by",
-        "`transformer_lit.pretrained.load_pretrained()`; chapter 16 explains the measures.",
+        "`transformer_lit.pretrained.load_pretrained()`; chapter 17 explains the measures.",
         "",
         "## What it is",
         f"- The encoder-decoder Transformer of this book, preset `{record['preset']}`: "
@@ -438,7 +438,7 @@ def card_ladder() -> list[str]:
     if set(rungs) != {"1", "2", "3", "4", "5", "6"}:
         return []
     lines = ["", "## Where its score comes from (validation books)",
-             "From chapter 18's live run to this model, one change at a time "
+             "From chapter 19's live run to this model, one change at a time "
              "(`benchmarks/ladder.py`; greedy unless the rung says beam; rungs 1-3 trained on "
              f"{rungs['1']['device']}):", "",
              "| rung | BLEU vs LSG | BLEU, 2 refs | chrF, 2 refs | steps | target tokens | "

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Make .venv-libretranslate: LibreTranslate, the translation server of chapter 28, in a
+# Make .venv-libretranslate: LibreTranslate, the translation server of chapter 29, in a
 # virtual environment of its own. LibreTranslate pins old packages (numpy 1.26, Flask 2.2,
 # requests 2.31, packaging 23.1) that must not go into .venv. It needs no torch: it runs
 # on argos-translate-lt, Argos Translate without stanza, and splits sentences with MiniSBD
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=.venv-libretranslate
-VERSION=1.9.6   # the version tests/test_argos.py and chapter 28 were checked with
+VERSION=1.9.6   # the version tests/test_argos.py and chapter 29 were checked with
 STAMP="$VENV/.installed-libretranslate-$VERSION"
 if [ -f "$STAMP" ]; then exit 0; fi
 command -v "$PYTHON" >/dev/null || { echo "error: $PYTHON not found"; exit 1; }

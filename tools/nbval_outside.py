@@ -52,12 +52,12 @@ BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", PACKAGE)
 QUICK_ENV = "TRANSFORMER_LIT_QUICK"
 QUICK_TAG = "quick-ignore-output"
 # The notebooks that take longest under nbval, slowest first (2-core machine, quick switch on,
-# one thread per kernel; measured 2026-11-26: 18_your_model 68 s, 13_training 54 s,
-# 15_inference 34 s; the others from earlier runs): started first, they do not leave one
+# one thread per kernel; measured 2026-11-26: 19_your_model 68 s, 13_training 54 s,
+# 16_inference 34 s; the others from earlier runs): started first, they do not leave one
 # worker running alone at the end.
-SLOW = ("18_your_model", "13_training", "24_speed", "25_fast_decoding", "12_data", "30_cli", "15_inference",
-        "09_transformer", "19_analysis", "11_corpus", "28_argos", "27_huggingface",
-        "17_pretrained")
+SLOW = ("19_your_model", "13_training", "25_speed", "26_fast_decoding", "12_data", "31_cli", "16_inference",
+        "09_transformer", "20_analysis", "11_corpus", "29_argos", "28_huggingface",
+        "18_pretrained")
 GROUP = 4  # the other notebooks, this many to one pytest run
 
 

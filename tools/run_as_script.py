@@ -1,12 +1,12 @@
 """Run a chapter's code cells top to bottom in one namespace, without Jupyter, and record each
 cell's printed output, time and error as JSON.
 
-Usage: python tools/run_as_script.py nbs/18_your_model.ipynb OUT.json [--gpu-steps N] [--float16]
+Usage: python tools/run_as_script.py nbs/19_your_model.ipynb OUT.json [--gpu-steps N] [--float16]
 
 For a machine that has PyTorch and the package but no Jupyter kernel (the lent GPU machines):
 it checks that a chapter runs there as a reader runs it, and what it prints, to set beside the
 outputs stored in the notebook. A cell's last expression is printed as Jupyter would show it;
-figures are drawn with matplotlib's Agg backend and closed. --gpu-steps cuts chapter 18's GPU
+figures are drawn with matplotlib's Agg backend and closed. --gpu-steps cuts chapter 19's GPU
 budget (recipe.BOOK_GPU_STEPS), so that the GPU path runs without its full training time;
 --float16 makes torch report compute capability 7.5, so the code takes the float16 path with the
 gradient scaler, as on a T4. A failed assert is recorded and the run goes on (the cells after it

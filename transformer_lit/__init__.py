@@ -14,7 +14,7 @@ The building blocks
   ffn             06  the position-wise feed-forward network (3.3)
 The model
   encoder         07  the encoder layer and stack
-  decoder         08  the decoder layer and stack, with the decoding cache's slots
+  decoder         08  the decoder layer and stack
   model           09  Transformer and TransformerConfig, equal to torch.nn.Transformer
 Training and translating
   recipe          10  TrainSettings and the presets (tiny, cpu, small, base, big)
@@ -22,23 +22,24 @@ Training and translating
   data            12  the split by books, the subword tokenizer, batches
   training        13  label smoothing, the schedule, train_step and fit
   checkpoints     14  saving and loading a run, bit-exact on resume
-  inference       15  greedy and beam-search decoding with the cache, translate
-  scoring         16  BLEU and chrF, each French version as the reference in turn
-  pretrained      17  the shipped model: load_pretrained()
-  analysis        19  the kinds of mistakes behind a score
+  cache           15  the KV cache: each decoder layer's keys and values, kept
+  inference       16  greedy and beam-search decoding with the cache, translate
+  scoring         17  BLEU and chrF, each French version as the reference in turn
+  pretrained      18  the shipped model: load_pretrained()
+  analysis        20  the kinds of mistakes behind a score
 Engineering
-  runs            20  run folders and data parallelism with torchrun
-  cli.shared      21  what the command's subcommands share
-  cli.train       22  transformer-lit train
-  cli.translate   23  transformer-lit translate
+  runs            21  run folders and data parallelism with torchrun
+  cli.shared      22  what the command's subcommands share
+  cli.train       23  transformer-lit train
+  cli.translate   24  transformer-lit translate
 Speed and serving
-  fast            24  the faster training step, proven equal to chapter 13's
-  fast_decoding   25  the faster decoding step, proven equal to chapter 15's
-  export          26  the model for CTranslate2
-  huggingface     27  the model as a Hugging Face folder
-  argos           28  the model for Argos Translate and LibreTranslate
-  cli.export      29  transformer-lit export
-  cli             30  the transformer-lit command
+  fast            25  the faster training step, proven equal to chapter 13's
+  fast_decoding   26  the faster decoding step, proven equal to chapter 16's
+  export          27  the model for CTranslate2
+  huggingface     28  the model as a Hugging Face folder
+  argos           29  the model for Argos Translate and LibreTranslate
+  cli.export      30  transformer-lit export
+  cli             31  the transformer-lit command
 
 To translate with the shipped model (1 John 4:8, a verse held out of its training):
 

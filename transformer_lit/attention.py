@@ -127,7 +127,7 @@ def check_qkv(query: Tensor, key: Tensor, value: Tensor, d_model: int) -> None:
 
 # %% ../nbs/03_attention.ipynb #3dc5ad03
 class AttentionCache(Protocol):
-    """What MultiHeadAttention needs of a KV cache's slot (chapter 15 builds one): the
+    """What MultiHeadAttention needs of a KV cache's slot (chapter 16 builds one): the
     keys and values to attend to, (B, H, Tk, Dh) each, and their mask (or None)."""
 
     def keys_values(
@@ -201,7 +201,7 @@ class MultiHeadAttention(nn.Module):
         if cache is None:
             check_qkv(query, key, value, self.d_model)
             q, k, v = self.project_qkv(query, key, value)
-        else:  # decoding one position (chapter 15): the cache keeps keys and values
+        else:  # decoding one position (chapter 16): the cache keeps keys and values
             q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Tq, Dh)
             k, v, mask = cache.keys_values(self, key, value)  # (B, H, Tk, Dh) each
         return self.attend_heads(q, k, v, mask)

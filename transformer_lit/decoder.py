@@ -22,7 +22,7 @@ __all__ = ['LayerCache', 'DecoderCache', 'DecoderLayer', 'copy_from_torch_decode
 
 # %% ../nbs/08_decoder.ipynb #bbd21297
 class LayerCache(Protocol):
-    """One decoder layer's slot of a KV cache (chapter 15 builds one): the
+    """One decoder layer's slot of a KV cache (chapter 16 builds one): the
     self-attention's part and the cross-attention's part."""
 
     self_attn: AttentionCache
@@ -68,7 +68,7 @@ class DecoderLayer(nn.Module):
         cache: LayerCache | None = None,
     ) -> Tensor:
         """tgt_mask: e.g. causal_mask(T) (T, T); memory_mask: e.g. padding_mask(src) (B,
-        1, 1, S); True = may attend. cache: this layer's slot (chapter 15), which
+        1, 1, S); True = may attend. cache: this layer's slot (chapter 16), which
         then holds the masks."""
         B, T, D = y.shape  # memory: (B, S, D)
         self_cache, cross_cache = (

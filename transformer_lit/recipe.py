@@ -90,7 +90,7 @@ def preset_config(name: str, vocab_size: int) -> TransformerConfig:
     if name == "tiny":
         return TransformerConfig.tiny(vocab_size, vocab_size, **common)
     check_choice("preset", name, PRESETS)
-    # small, pre-norm, no dropout: the model chapter 18 trains on a CPU
+    # small, pre-norm, no dropout: the model chapter 19 trains on a CPU
     if name == "cpu":
         return TransformerConfig(
             vocab_size,
@@ -120,9 +120,9 @@ def preset_config(name: str, vocab_size: int) -> TransformerConfig:
     return TransformerConfig.big(vocab_size, vocab_size, **common)
 
 # %% ../nbs/10_recipe.ipynb #4ca2b4fe
-BOOK_CPU_STEPS = 1500   # chapter 18's CPU budget, in optimizer steps
+BOOK_CPU_STEPS = 1500   # chapter 19's CPU budget, in optimizer steps
 # and its GPU budget, for the small preset with the base preset's batches and a short
-# warm-up: chosen on the validation books (chapter 18's Deeper section)
+# warm-up: chosen on the validation books (chapter 19's Deeper section)
 BOOK_GPU_STEPS = 4000
 
 _PRESET_SETTINGS = {  # the paper's defaults from TrainSettings, except:
@@ -146,7 +146,7 @@ def preset_settings(name: str, **overrides: Any) -> TrainSettings:
 
 
 def book_run(device: torch.device) -> tuple[str, TrainSettings]:
-    """Chapter 18's run: on a CUDA GPU the small preset in batches of 12,288 tokens,
+    """Chapter 19's run: on a CUDA GPU the small preset in batches of 12,288 tokens,
     warm-up 400, for BOOK_GPU_STEPS steps (at most 20 minutes); elsewhere the cpu preset
     for BOOK_CPU_STEPS steps."""
     if device.type == "cuda":

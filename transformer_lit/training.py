@@ -117,7 +117,7 @@ def train_step(
 ) -> LossTerms:
     """One update on batch (src (B, S), tgt_in/tgt_out (B, T)) at learning rate lr;
     the detached LossTerms. forward: a wrapper (DDP, compiled) called as the model is;
-    loss: the terms computed another way (chapter 24), not with forward."""
+    loss: the terms computed another way (chapter 25), not with forward."""
     if loss is not None and forward is not None:
         raise ValueError("loss computes the terms without forward: give one, not both")
     for group in optimizer.param_groups:
@@ -220,7 +220,7 @@ class TrainState:
 # %% ../nbs/13_training.ipynb #f4b1b840
 def take_shard(items: Sequence[_T], rank: int, world: int) -> list[_T]:
     """items[rank::world], cut to a multiple of world so that every rank gets as many
-    (data parallelism, chapter 20); everything, in order, for one process."""
+    (data parallelism, chapter 21); everything, in order, for one process."""
     check_positive_int("world", world)
     check_int("rank", rank, low=0, high=world - 1)
     return list(items[rank : len(items) - len(items) % world : world])
@@ -270,8 +270,8 @@ def fit(
     step: Callable[..., LossTerms] = train_step,
 ) -> TrainState:
     """Train until the budget is spent or stop() is true; return the state (finish_run's
-    copy if finish). shard and parallel: data parallelism (chapter 20); step:
-    train_step or a function with its arguments (chapter 24's)."""
+    copy if finish). shard and parallel: data parallelism (chapter 21); step:
+    train_step or a function with its arguments (chapter 25's)."""
     if not train or not valid:
         raise ValueError(f"fit needs training and validation pairs, got {len(train)} "
                          f"and {len(valid)}")
