@@ -234,6 +234,15 @@ def test_layer_rejects_bad_input():
 
 # ---------------------------------------------------------------- the cached step is the layer's own forward
 
+def _step_by_step(decoder, y, cache):
+    "y (B, T, D) through the decoder one position at a time, advancing the cache -> (B, T, D)."
+    outs = []
+    for t in range(y.shape[1]):
+        outs.append(decoder(y[:, t:t + 1], None, memory_mask=cache.memory_mask, cache=cache))
+        cache.advance()
+    return torch.cat(outs, dim=1)
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_with_a_cache_equals_the_decoder_without(norm_first):
     "Decoder.forward(..., cache=...) position by position == one uncached pass; a batch == each row alone."
@@ -250,22 +259,22 @@ def test_decoder_with_a_cache_equals_the_decoder_without(norm_first):
         y = model.pos(model.tgt_embed(tgt) * model.config.d_model ** 0.5)        # (B, T, D)
         full = model.decoder(y, memory, causal_mask(6), padding_mask(src, 0))   # (B, T, D)
         cache = new_cache(model, memory, src, max_len=6)
-        steps = torch.cat([model.decoder(y[:, t:t + 1], None, cache=cache) for t in range(6)], dim=1)
+        steps = _step_by_step(model.decoder, y, cache)
         assert cache.length == 6
         torch.testing.assert_close(steps, full)
         for b in range(3):   # one row alone, its padding cut off
             s = src[b:b + 1, : int((src[b] != 0).sum())]
             alone = new_cache(model, model.encode(s), s, max_len=6)
-            row = torch.cat([model.decoder(y[b:b + 1, t:t + 1], None, cache=alone) for t in range(6)], dim=1)
-            torch.testing.assert_close(row, full[b:b + 1])
+            torch.testing.assert_close(_step_by_step(model.decoder, y[b:b + 1], alone), full[b:b + 1])
 
 
 def test_the_cache_is_duck_typed():
-    "The decoder knows only the protocol: layer(i) with self_attn/cross_attn parts, and advance()."
+    "The decoder and the attention import no cache: they know only KVSlot's two methods."
     import inspect
 
     import transformer_lit.attention as attention
     import transformer_lit.decoder as decoder
     for module in (attention, decoder):
         source = inspect.getsource(module)
-        assert "inference" not in source.split('"""', 2)[2].split("__all__")[0], module   # no import of chapter 16
+        head = source.split('"""', 2)[2].split("__all__")[0]
+        assert "inference" not in head and "cache" not in head, module   # no import of chapter 15 or 16

@@ -9,7 +9,8 @@ import torch
 
 from transformer_lit.data import train_tokenizer
 from transformer_lit.validate import ArgumentError
-from transformer_lit.inference import (InputTruncatedWarning, KVCache, beam_search, decode_step, gnmt_length_penalty,
+from transformer_lit.cache import KVCache
+from transformer_lit.inference import (InputTruncatedWarning, beam_search, decode_step, gnmt_length_penalty,
                                        greedy_decode, new_cache, output_limit, translate)
 from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
 

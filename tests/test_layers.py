@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "transformer_lit"
 FLOORS = {
     "validate": 0,                                              # argument checks
     "corpus": 1, "runs": 1, "masking": 1, "positional": 1,      # building blocks,
-    "norms": 1, "ffn": 1,                                       # the corpus, processes
+    "norms": 1, "ffn": 1, "cache": 1,                           # the corpus, processes, the KV cache
     "attention": 2, "data": 2,                                  # attention | tokenizer, batches
     "encoder": 3,
     "decoder": 4,                                               # reuses the encoder's helpers

@@ -802,7 +802,7 @@ def attention_sites_masks() -> Svg:
     return svg
 
 
-# -- (f) the KV cache: one cached decoding step, for chapter 16 ----------------------------------
+# -- (f) the KV cache: one cached decoding step, for chapter 15 ----------------------------------
 def slots(svg: Svg, x: float, y: float, fills: list[str], labels: list[str],
           name: str, cell: float = 24) -> Box:
     "One row of cache slots, with their numbers underneath where labels has them."

@@ -18,8 +18,8 @@ from transformer_lit.validate import (
 
 # %% auto #0
 __all__ = ['check_mask', 'open_empty_rows', 'attention_weights', 'scaled_dot_product_attention', 'split_heads', 'merge_heads',
-           'fused_attention', 'check_qkv', 'AttentionCache', 'MultiHeadAttention', 'copy_from_torch_mha',
-           'to_torch_attn_mask']
+           'fused_attention', 'check_qkv', 'MultiHeadAttention', 'copy_from_torch_mha', 'to_torch_attn_mask', 'KVSlot',
+           'both_masks']
 
 # %% ../nbs/03_attention.ipynb #cf63ac32
 def check_mask(mask: Tensor, shape: tuple[int, ...]) -> None:
@@ -27,10 +27,12 @@ def check_mask(mask: Tensor, shape: tuple[int, ...]) -> None:
     `shape`, 1 or full size."""
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}")
+        raise ArgumentError(
+            f"mask must be a bool tensor (True = may attend), got {got}"
+        )
     sizes_fit = all(m in (1, s) for m, s in zip(mask.shape[::-1], shape[::-1]))
     if mask.dim() not in (2, len(shape)) or not sizes_fit:
-        raise ValueError(
+        raise ArgumentError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores "
             f"{tuple(shape)}: "
             f"give (Tq, Tk) or {len(shape)} dimensions, each 1 or full size, e.g. "
@@ -65,10 +67,10 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor,
     """Eq. 1: q (..., Tq, Dk), k (..., Tk, Dk), v (..., Tk, Dv) -> (out (..., Tq, Dv),
     weights (..., Tq, Tk))."""
     if q.dim() < 2 or k.dim() < 2 or q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must be (..., T, Dk) with the same Dk, "
+        raise ArgumentError(f"q and k must be (..., T, Dk) with the same Dk, "
                          f"got q {tuple(q.shape)}, k {tuple(k.shape)}")
     if v.dim() < 2 or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length Tk (dim -2), "
+        raise ArgumentError(f"k and v must have the same length Tk (dim -2), "
                          f"got k {tuple(k.shape)}, v {tuple(v.shape)}")
     weights = attention_weights(q, k, mask)
     return weights @ v, weights  # (..., Tq, Tk) @ (..., Tk, Dv) -> (..., Tq, Dv)
@@ -106,33 +108,24 @@ def check_qkv(query: Tensor, key: Tensor, value: Tensor, d_model: int) -> None:
     "Raise unless query is (B, Tq, D) and key, value are (B, Tk, D), with D = d_model."
     for name, x in (("query", query), ("key", key), ("value", value)):
         if not isinstance(x, Tensor):
-            raise TypeError(
+            raise ArgumentError(
                 f"{name} must be a tensor of shape (B, T, D), got {type(x).__name__}"
             )
         if x.dim() != 3 or x.shape[-1] != d_model:
-            raise ValueError(
+            raise ArgumentError(
                 f"{name} must have shape (B, T, D) with D = d_model = {d_model}, "
                 f"got {tuple(x.shape)}"
             )
     if key.shape[1] != value.shape[1]:
-        raise ValueError(
+        raise ArgumentError(
             f"key and value must have the same length Tk, got key {tuple(key.shape)}, "
             f"value {tuple(value.shape)}"
         )
     if not query.shape[0] == key.shape[0] == value.shape[0]:
-        raise ValueError(
+        raise ArgumentError(
             "query, key and value must have the same batch size B, got "
             f"{query.shape[0]}, {key.shape[0]}, {value.shape[0]}"
         )
-
-# %% ../nbs/03_attention.ipynb #3dc5ad03
-class AttentionCache(Protocol):
-    """What MultiHeadAttention needs of a KV cache's slot (chapter 16 builds one): the
-    keys and values to attend to, (B, H, Tk, Dh) each, and their mask (or None)."""
-
-    def keys_values(
-        self, attn: MultiHeadAttention, key: Tensor, value: Tensor
-    ) -> tuple[Tensor, Tensor, Tensor | None]: ...
 
 # %% ../nbs/03_attention.ipynb #3f428172
 class MultiHeadAttention(nn.Module):
@@ -164,20 +157,22 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Project and split into heads: -> q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H,
         Tk, Dh)."""
+        if not (query is key and key is value):
+            q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Tq, Dh)
+            return q, *self.keys_values(key, value)
         # self-attention: one product with the three weights stacked
-        if query is key and key is value:
-            # (3D, D)
-            w = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
-            # (3D,)
-            b = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
-            q, k, v = F.linear(query, w, b).chunk(3, dim=-1)  # 3 x (B, T, D)
-        else:
-            q, k, v = self.q_proj(query), self.k_proj(key), self.v_proj(value)
-        return (
-            split_heads(q, self.n_heads),
-            split_heads(k, self.n_heads),
-            split_heads(v, self.n_heads),
-        )
+        # (3D, D)
+        w = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
+        # (3D,)
+        b = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
+        q, k, v = F.linear(query, w, b).chunk(3, dim=-1)  # 3 x (B, T, D)
+        H = self.n_heads
+        return split_heads(q, H), split_heads(k, H), split_heads(v, H)
+
+    def keys_values(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+        "Project and split key, value (B, Tk, D) -> k, v (B, H, Tk, Dh)."
+        k, v = self.k_proj(key), self.v_proj(value)
+        return split_heads(k, self.n_heads), split_heads(v, self.n_heads)
 
     def attend_heads(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
@@ -191,19 +186,24 @@ class MultiHeadAttention(nn.Module):
     def forward(
         self,
         query: Tensor,
-        key: Tensor,
-        value: Tensor,
+        key: Tensor | None,
+        value: Tensor | None,
         mask: Tensor | None = None,
-        cache: AttentionCache | None = None,
+        cache: KVSlot | None = None,
     ) -> Tensor:
         """mask (True = may attend) broadcasts to (B, H, Tq, Tk) -> (B, Tq, D). cache:
-        keys, values and their mask come from it; only the query is projected."""
-        if cache is None:
-            check_qkv(query, key, value, self.d_model)
-            q, k, v = self.project_qkv(query, key, value)
-        else:  # decoding one position (chapter 16): the cache keeps keys and values
-            q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, Tq, Dh)
-            k, v, mask = cache.keys_values(self, key, value)  # (B, H, Tk, Dh) each
+        new keys and values go into it, or its stored ones are read (chapter 15)."""
+        stored = None if cache is None else cache.stored()
+        if stored is not None:  # the memory's keys and values, computed before
+            q, (k, v) = split_heads(self.q_proj(query), self.n_heads), stored
+            return self.attend_heads(q, k, v, mask)
+        check_qkv(query, key, value, self.d_model)
+        q, k, v = self.project_qkv(query, key, value)
+        if cache is not None:  # kept with the earlier positions' (B, H, Tk, Dh)
+            k, v, kept = cache.update(k, v)
+            mask = both_masks(
+                mask, kept, (q.shape[0], self.n_heads, q.shape[2], k.shape[2])
+            )
         return self.attend_heads(q, k, v, mask)
 
     def forward_with_weights(
@@ -226,7 +226,7 @@ def copy_from_torch_mha(
     """Copy an nn.MultiheadAttention's weights (same D and H, with biases) into ours;
     returns ours."""
     if (theirs.embed_dim, theirs.num_heads) != (ours.d_model, ours.n_heads):
-        raise ValueError(
+        raise ArgumentError(
             f"theirs has (embed_dim, num_heads) = "
             f"{(theirs.embed_dim, theirs.num_heads)}, "
             f"ours has (d_model, n_heads) = {(ours.d_model, ours.n_heads)}"
@@ -236,7 +236,7 @@ def copy_from_torch_mha(
         or theirs.in_proj_bias is None
         or theirs.bias_k is not None
     ):
-        raise ValueError(
+        raise ArgumentError(
             "theirs must have one stacked in_proj_weight, bias=True, add_bias_kv=False"
         )
     for proj, w, b in zip(
@@ -258,3 +258,26 @@ def to_torch_attn_mask(mask: Tensor, shape: tuple[int, int, int, int]) -> Tensor
     check_mask(mask, shape)
     # invert: theirs, True = blocked
     return ~mask.expand(B, H, Tq, Tk).reshape(B * H, Tq, Tk)
+
+# %% ../nbs/03_attention.ipynb #3dc5ad03
+class KVSlot(Protocol):
+    """One attention's part of a KV cache (chapter 15): what it kept before, and a place
+    for new keys and values, (B, H, Tk, Dh) each."""
+
+    def stored(self) -> tuple[Tensor, Tensor] | None:
+        "Keys and values that stay the same at every step (the memory's), or None."
+
+    def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Keep the new positions' k, v -> every key and value kept, and a mask of the
+        ones that may be attended (None: all)."""
+
+# %% ../nbs/03_attention.ipynb #97b8b2d4
+def both_masks(
+    mask: Tensor | None, other: Tensor | None, shape: tuple[int, ...]
+) -> Tensor | None:
+    """Keys allowed by both masks (True = may attend), each None or broadcasting to the
+    scores' `shape`; a mask of another shape is refused, not dropped."""
+    if mask is None or other is None:
+        return other if mask is None else mask
+    check_mask(mask, shape)
+    return mask & other

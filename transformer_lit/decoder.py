@@ -5,37 +5,21 @@
 # %% ../nbs/08_decoder.ipynb #2cfdecf0
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
 
-from .attention import AttentionCache, MultiHeadAttention
+from .attention import KVSlot, MultiHeadAttention
 from transformer_lit.encoder import (
     check_layer_sizes, check_torch_layer, copy_from_torch_parts,
 )
 from .ffn import FeedForward
 from .norms import LayerNorm, ResidualNorm
+from .validate import ArgumentError
 
 # %% auto #0
-__all__ = ['LayerCache', 'DecoderCache', 'DecoderLayer', 'copy_from_torch_decoder_layer', 'Decoder']
-
-# %% ../nbs/08_decoder.ipynb #bbd21297
-class LayerCache(Protocol):
-    """One decoder layer's slot of a KV cache (chapter 16 builds one): the
-    self-attention's part and the cross-attention's part."""
-
-    self_attn: AttentionCache
-    cross_attn: AttentionCache
-
-
-class DecoderCache(Protocol):
-    """""A whole decoder's KV cache: each layer's slot, and a move to the next
-    position."""""
-
-    def layer(self, index: int) -> LayerCache: ...
-
-    def advance(self) -> None: ...
+__all__ = ['DecoderLayer', 'copy_from_torch_decoder_layer', 'Decoder']
 
 # %% ../nbs/08_decoder.ipynb #91ce0a3b
 class DecoderLayer(nn.Module):
@@ -65,24 +49,22 @@ class DecoderLayer(nn.Module):
         memory: Tensor | None,
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
-        cache: LayerCache | None = None,
+        cache: tuple[KVSlot, KVSlot] | None = None,
     ) -> Tensor:
         """tgt_mask: e.g. causal_mask(T) (T, T); memory_mask: e.g. padding_mask(src) (B,
-        1, 1, S); True = may attend. cache: this layer's slot (chapter 16), which
-        then holds the masks."""
+        1, 1, S); True = may attend. cache: this layer's slots, for the self-attention
+        and the cross-attention (chapter 15)."""
         B, T, D = y.shape  # memory: (B, S, D)
-        self_cache, cross_cache = (
-            (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
-        )
+        self_slot, cross_slot = (None, None) if cache is None else cache
         # (B, T, D)
         y = self.self_res(
-            y, lambda h: self.self_attn(h, h, h, mask=tgt_mask, cache=self_cache)
+            y, lambda h: self.self_attn(h, h, h, mask=tgt_mask, cache=self_slot)
         )
         # (B, T, D)
         y = self.cross_res(
             y,
             lambda h: self.cross_attn(
-                h, memory, memory, mask=memory_mask, cache=cross_cache
+                h, memory, memory, mask=memory_mask, cache=cross_slot
             ),
         )
         return self.ffn_res(y, self.ffn)  # (B, T, D)
@@ -130,14 +112,18 @@ class Decoder(nn.Module):
         memory: Tensor | None,
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
-        cache: DecoderCache | None = None,
+        cache: Sequence[tuple[KVSlot, KVSlot]] | None = None,
     ) -> Tensor:
-        """y (B, T, D), memory (B, S, D) -> (B, T, D); with a cache, one new position
-        (T = 1), each layer given its slot, the cache advanced after the last."""
+        """y (B, T, D), memory (B, S, D) -> (B, T, D). cache: one pair of slots per
+        layer, cache[i] for layer i (chapter 15)."""
+        if cache is not None and len(cache) != len(self.layers):
+            raise ArgumentError(
+                f"cache has slots for {len(cache)} layers, the decoder "
+                f"has {len(self.layers)}"
+            )
         for i, layer in enumerate(self.layers):
             # every layer reads the same final memory
-            slot = None if cache is None else cache.layer(i)
-            y = layer(y, memory, tgt_mask, memory_mask, slot)
-        if cache is not None:
-            cache.advance()
+            y = layer(
+                y, memory, tgt_mask, memory_mask, None if cache is None else cache[i]
+            )
         return self.norm(y)  # (B, T, D)

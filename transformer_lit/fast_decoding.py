@@ -16,7 +16,8 @@ from torch import Tensor, nn
 from .attention import fused_attention
 from .fast import Affine, affine, pack_affine
 from .fast import onednn_available, onednn_measured_faster
-from .inference import KVCache, Step
+from .cache import KVCache
+from .inference import Step
 from .model import Transformer
 from .positional import PositionalEncoding
 from .validate import check_int
