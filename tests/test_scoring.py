@@ -155,13 +155,14 @@ def test_the_modern_set_ships_with_the_package_and_loads(root):
 
 
 def test_a_malformed_modern_file_is_refused_with_its_line(tmp_path):
+    from transformer_lit.corpus import CorpusError
     bad = tmp_path / "bad.tsv"
     bad.write_text("# comment\nid\tdomain\ten\tfr\n1\tnews\tHello there.\tBonjour.\n"
                    "2\tnews\tonly English\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="data line 2"):
+    with pytest.raises(CorpusError, match="data line 2"):   # the file is wrong, not an argument
         load_modern_pairs(bad)
     bad.write_text("1\tnews\tHello there.\tBonjour.\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="header"):
+    with pytest.raises(CorpusError, match="header"):
         load_modern_pairs(bad)
 
 
