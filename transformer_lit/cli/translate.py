@@ -9,6 +9,7 @@ import argparse
 import codecs
 import math
 import sys
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -24,8 +25,8 @@ from transformer_lit.inference import (
 from ..model import Transformer
 
 # %% auto #0
-__all__ = ['TranslateFn', 'LINE_BYTES', 'add_decoding_options', 'translator_from_args', 'add_translate_command', 'warning_line',
-           'run_translate']
+__all__ = ['TranslateFn', 'LINE_BYTES', 'LINE_END_BYTES', 'UNPRINTABLE', 'BIDI_CONTROLS', 'add_decoding_options',
+           'translator_from_args', 'add_translate_command', 'printable', 'warning_line', 'run_translate']
 
 # %% ../../nbs/24_cli_translate.ipynb #69bf4c69
 # model, tokenizer, sentences -> texts
@@ -160,20 +161,28 @@ def _sentences(args: argparse.Namespace) -> Iterator[tuple[int, str]]:
 
 
 # the bytes of an input line that are read: far more than the model reads (its max_len
-# tokens), and a bound on memory for a line without end (`translate < /dev/zero`)
+# tokens); and how far past them a line may go before it is taken for no text at all
+# (`translate < /dev/zero`): each a bound, on memory and on time
 LINE_BYTES = 1 << 16
+LINE_END_BYTES = 1 << 20
 
 
 def _read_lines(stream: Any) -> Iterator[tuple[bytes | str, bool]]:
     """stream's lines, each cut to LINE_BYTES (True where cut: the rest is read and
-    dropped a piece at a time), newline kept."""
+    dropped a piece at a time, up to LINE_END_BYTES), newline kept."""
+    n = 0
     while line := stream.readline(LINE_BYTES + 1):
-        newline = b"\n" if isinstance(line, bytes) else "\n"
+        newline, n = (b"\n" if isinstance(line, bytes) else "\n"), n + 1
         cut = len(line.rstrip(newline)) > LINE_BYTES
         if cut:
-            line, rest = line[:LINE_BYTES], line[:0]
+            line, rest, dropped = line[:LINE_BYTES], line[:0], 0
             while not rest.endswith(newline) and (rest := stream.readline(LINE_BYTES)):
-                pass
+                dropped += len(rest)
+                if dropped > LINE_END_BYTES:
+                    raise CliError(
+                        f"line {n} has no end within {LINE_END_BYTES:,} bytes: "
+                        "standard input is not lines of text"
+                    )
         yield line, cut
 
 
@@ -190,6 +199,24 @@ def _batches(
             batch = []
     if batch:
         yield batch
+
+# %% ../../nbs/24_cli_translate.ipynb #4ed9ba30
+# what would move the cursor, start a line or command the terminal, or reorder the text
+# it shows: control characters (newline, tab, escape, bell...), the line and paragraph
+# separators, and the bidirectional embeddings, overrides and isolates
+UNPRINTABLE = {"Cc", "Zl", "Zp"}
+BIDI_CONTROLS = {*range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+
+
+def printable(text: str) -> str:
+    """text as one line that shows what it holds: each character of UNPRINTABLE's
+    categories or of BIDI_CONTROLS escaped as Python writes it (\\x1b, \\u2028)."""
+    return "".join(
+        ascii(ch)[1:-1]
+        if unicodedata.category(ch) in UNPRINTABLE or ord(ch) in BIDI_CONTROLS
+        else ch
+        for ch in text
+    )
 
 # %% ../../nbs/24_cli_translate.ipynb #2a38a7c2
 def warning_line(message: Warning, lines: list[int], name: str) -> str:
@@ -248,6 +275,8 @@ def run_translate(args: argparse.Namespace) -> int:
         args.checkpoint, device_from_args(args), option="--checkpoint"
     )
     name = "SENTENCE" if args.sentences else "line"
+    if hasattr(sys.stdout, "reconfigure"):  # a text the terminal's encoding lacks: \xe8
+        sys.stdout.reconfigure(errors="backslashreplace")
     waiting, seen = 0, False  # blank lines before the first sentence wait for it
     for batch in _batches(_sentences(args), args.batch_size):
         if not seen and not any(s for _, s in batch):
@@ -257,7 +286,7 @@ def run_translate(args: argparse.Namespace) -> int:
             print("\n" * waiting, end="")
             seen = True
         for text in _translate_batch(decode, model, tokenizer, batch, name):
-            print(text)
+            print(printable(text))  # one line out for each line in
         sys.stdout.flush()  # each batch as soon as it is done
     if not seen:
         raise CliError(
