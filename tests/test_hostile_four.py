@@ -1,14 +1,18 @@
 """Hostile input, round four (issue 50): text from a model reaches the terminal as one
-printable line per input line, in whatever encoding the terminal has."""
+printable line per input line, in whatever encoding the terminal has; a store listens at the
+address the user gave."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import transformer_lit.cli.translate as cli_translate
+import transformer_lit.runs as runs
 from transformer_lit.cli.translate import printable
 
 from synthetic import run
@@ -51,3 +55,42 @@ def test_a_terminal_without_the_characters_gets_escapes_not_a_traceback(encoding
     assert done.returncode == 0 and done.stderr == b"", done.stderr
     shown = done.stdout.decode(encoding).splitlines()   # every byte is the terminal's
     assert shown == ["Dieu est amour, \\u0153 \\u2028 " + ("\\xe9" if encoding == "ascii" else "é")] * 2
+
+
+# --- the store of processes started by hand listens at MASTER_ADDR only -----------------------
+
+def listening_addresses(port: int) -> set[str]:
+    "The local addresses (hex, as /proc/net/tcp* writes them) that listen on port."
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state == "0A" and int(hex_port, 16) == port:   # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_rank_0_listens_at_master_addr_only(monkeypatch):
+    "Any host could join a run started by hand, or feed it garbage: the store took every address."
+    port = free_port()
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    store = runs._rendezvous(runs.World(0, 1, 0), seconds=5)
+    try:
+        assert listening_addresses(port) == {"0100007F"}   # 127.0.0.1, not 0.0.0.0 or ::
+    finally:
+        del store
+
+
+def test_an_address_rank_0_cannot_listen_at_is_one_line(monkeypatch):
+    monkeypatch.setenv("MASTER_ADDR", "no-such-host.invalid")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    with pytest.raises(ValueError, match=r"^rank 0 cannot listen at MASTER_ADDR=no-such-host.invalid"):
+        runs._rendezvous(runs.World(0, 2, 0), seconds=5)

@@ -70,6 +70,19 @@ def world_from_env(env: dict[str, str] | None = None) -> World:
 RENDEZVOUS_SECONDS = 300  # how long processes started by hand wait for each other
 
 
+def _listen(host: str, port: int) -> int:
+    """A socket listening at host:port alone, for the store of rank 0; returns its file
+    descriptor, which the store then owns."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM
+    )[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen()
+        return sock.detach()
+
+
 def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
     """The store of processes started by hand, once all world.size have joined it; a
     ValueError naming what was missing after `seconds`."""
@@ -89,8 +102,12 @@ def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
                 "or use torchrun"
             )
         if not told and time.monotonic() > begin + 1:
-            print(f"rank {world.rank}: waiting for the other processes at {where} "
-                  f"(at most {seconds:g} s; Ctrl-C stops)", file=sys.stderr, flush=True)
+            print(
+                f"rank {world.rank}: waiting for the other processes at {where} "
+                f"(at most {seconds:g} s; Ctrl-C stops)",
+                file=sys.stderr,
+                flush=True,
+            )
             told = True
         time.sleep(0.1)  # Python code: Ctrl-C lands here
 
@@ -100,13 +117,27 @@ def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
             break
         except OSError as e:
             wait(f"rank {world.rank} could not reach rank 0 ({e.strerror or e})")
+    # rank 0 listens at MASTER_ADDR only (the store alone would take every address)
     try:
-        store = dist.TCPStore(host, int(port), world.size, world.rank == 0,
-                              timedelta(seconds=10), wait_for_workers=False)
+        listen = _listen(host, int(port)) if world.rank == 0 else None
+        store = dist.TCPStore(
+            host,
+            int(port),
+            world.size,
+            world.rank == 0,
+            timedelta(seconds=10),
+            wait_for_workers=False,
+            master_listen_fd=listen,
+        )
+    except OSError as e:  # the address: unknown, not this machine's, or taken
+        raise ValueError(
+            f"rank 0 cannot listen at {where}: {e.strerror or e}"
+        ) from None
     except RuntimeError as e:  # torch's DistNetworkError and DistStoreError
         first = (str(e).strip() or type(e).__name__).splitlines()[0]
-        raise ValueError(f"rank {world.rank} cannot open the store at {where}: "
-                         f"{first}") from None
+        raise ValueError(
+            f"rank {world.rank} cannot open the store at {where}: {first}"
+        ) from None
     store.set_timeout(timedelta(seconds=max(seconds, 60)))
     joined = store.add("transformer-lit/joined", 1)
     while joined < world.size:
