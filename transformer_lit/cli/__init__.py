@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -68,9 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args)
     except CliError as e:
         return report(args.command, e)
-    except KeyboardInterrupt:
-        print(f"transformer-lit {args.command}: interrupted", file=sys.stderr)
-        return 130
+    # Ctrl-C, or a signal signals_interrupt turned into one
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        print(f"transformer-lit {args.command}: interrupted by "
+              f"{signal.Signals(signum).name}", file=sys.stderr)
+        return 128 + signum
     # `... | head -1` closed the pipe: stop quietly, as Unix tools do
     except BrokenPipeError:
         # no error at exit either

@@ -25,7 +25,7 @@ from ..pretrained import load_pretrained
 from ..recipe import attention_policy
 
 # %% auto #0
-__all__ = ['USER_ERROR', 'OPTION_NAMES', 'CliError', 'report', 'as_options', 'out_of_memory', 'check_compiler',
+__all__ = ['USER_ERROR', 'OPTION_NAMES', 'CliError', 'report', 'as_options', 'out_of_memory', 'check_compiler', 'Interrupted',
            'signals_interrupt', 'pick_device', 'add_device_options', 'device_from_args', 'version_codes',
            'read_checkpoint', 'damaged', 'tokenizer_from', 'add_checkpoint_option', 'load_model']
 
@@ -87,13 +87,23 @@ def check_compiler() -> None:
         )
 
 
+class Interrupted(KeyboardInterrupt):
+    """A signal that stops a command as Ctrl-C does; `main` exits with 128 + its number,
+    as a shell reports a process the signal ended (SIGTERM: 143, SIGHUP: 129)."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
 @contextlib.contextmanager
 def signals_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise KeyboardInterrupt meanwhile, as Ctrl-C does, so that
-    what a command has begun is cleaned up ('finally') instead of left half done."""
+    """SIGTERM and SIGHUP raise Interrupted meanwhile, as Ctrl-C raises
+    KeyboardInterrupt, so that what a command has begun is cleaned up ('finally')
+    instead of left half done."""
 
     def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+        raise Interrupted(signum)
 
     old = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
