@@ -27,14 +27,14 @@ pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py: `run` sets -
 
 STEP = '''
 import sys, torch
-from transformer_lit.runs import start, stop, data_parallel
+from transformer_lit.runs import join_processes, leave_processes, data_parallel
 from transformer_lit.training import take_shard
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.training import label_smoothing_loss
 sys.path.insert(0, sys.argv[2])
 from test_distributed import plan
 torch.set_num_threads(1)
-world = start("cpu")
+world = join_processes("cpu")
 torch.manual_seed(0 + world.rank)   # different seeds: DDP must still start every copy from rank 0's
 model = Transformer(TransformerConfig.tiny(50, 50, dropout=0.0))
 mine = take_shard(plan(), world.rank, world.size)[0]
@@ -42,7 +42,7 @@ ddp = data_parallel(model, world)   # kept alive: its hooks average the gradient
 loss = label_smoothing_loss(ddp(mine.src, mine.tgt_in), mine.tgt_out).loss
 loss.backward()
 torch.save({n: p.grad for n, p in model.named_parameters()}, f"{sys.argv[1]}/grad{world.rank}.pt")
-stop(world)
+leave_processes(world)
 '''
 
 

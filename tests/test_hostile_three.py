@@ -242,12 +242,12 @@ def test_the_wait_for_a_peer_says_so_and_stops_at_ctrl_c(tmp_path, cache, monkey
 
 
 def test_processes_started_by_hand_meet_and_sum(tmp_path, monkeypatch):
-    """Two processes started without torchrun join one gloo group through runs.start."""
+    """Two processes started without torchrun join one gloo group through runs.join_processes."""
     hand_started(monkeypatch, 0)
     script = ("import torch, torch.distributed as dist\n"
-              "from transformer_lit.runs import start, stop\n"
-              "w = start('cpu'); t = torch.tensor([w.rank + 1.0]); dist.all_reduce(t)\n"
-              "print(w.rank, t.item()); stop(w)\n")
+              "from transformer_lit.runs import join_processes, leave_processes\n"
+              "w = join_processes('cpu'); t = torch.tensor([w.rank + 1.0]); dist.all_reduce(t)\n"
+              "print(w.rank, t.item()); leave_processes(w)\n")
     procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "RANK": str(rank)}) for rank in (1, 0)]

@@ -101,50 +101,52 @@ def _norm(norm: nn.Module, x: Tensor) -> Tensor:
     return F.layer_norm(x, (x.shape[-1],), norm.weight, norm.bias, norm.eps)
 
 
-def _add_norm(fd: FastDecoder, norm: nn.Module, x: Tensor, y: Tensor) -> Tensor:
+def _add_norm(weights: FastDecoder, norm: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     """Chapter 05's residual: norm(x + y) post-norm; x + y pre-norm (the input was
     normed)."""
-    return x + y if fd.norm_first else _norm(norm, x + y)
+    return x + y if weights.norm_first else _norm(norm, x + y)
 
 
-def _embed(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
+def _embed(weights: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
     """tokens (B, 1) at slot cache.length -> scaled embedding plus positional encoding
     (B, D)."""
-    model, t = fd.model, cache.length
-    x = model.tgt_embed(tokens) * math.sqrt(fd.D)  # (B, 1) -> (B, 1, D)
-    if fd.pe is None:  # another positional module: called as the model calls it
+    model, t = weights.model, cache.length
+    x = model.tgt_embed(tokens) * math.sqrt(weights.D)  # (B, 1) -> (B, 1, D)
+    if weights.pe is None:  # another positional module: called as the model calls it
         return model.pos(x, offset=t)[:, 0]
     if cache.static:  # the position as a device tensor, as in _embed_step: graph-safe
-        return x[:, 0] + fd.pe.index_select(0, cache.position.view(1)).to(x.dtype)
-    return x[:, 0] + fd.pe[t].to(x.dtype)  # (B, D) + (D,)
+        return x[:, 0] + weights.pe.index_select(0, cache.position.view(1)).to(x.dtype)
+    return x[:, 0] + weights.pe[t].to(x.dtype)  # (B, D) + (D,)
 
 # %% ../nbs/26_fast_decoding.ipynb #14050138
 @torch.no_grad()
-def fast_step(fd: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
+def fast_step(weights: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
     """decode_step's function in fewer operations: tokens (B, 1) at slot cache.length ->
     next-token logits (B, V)."""
-    B, H, D = tokens.shape[0], fd.H, fd.D
-    x = _embed(fd, tokens, cache)  # (B, D)
-    for i, (qkv, out, cross_q, cross_out, up, act, down, norms) in enumerate(fd.layers):
+    B, H, D = tokens.shape[0], weights.H, weights.D
+    x = _embed(weights, tokens, cache)  # (B, D)
+    for i, (qkv, out, cross_q, cross_out, up, act, down, norms) in enumerate(
+        weights.layers
+    ):
         # masked self-attention: one product for q, k and v, (B, D) -> 3 x (B, H, 1, Dh)
-        h = _norm(norms[0], x) if fd.norm_first else x
+        h = _norm(norms[0], x) if weights.norm_first else x
         q, k, v = affine(qkv, h).view(B, 3, H, 1, D // H).unbind(1)
         # into slot t, in place; the filled prefix back: (B, H, t + 1, Dh)
         keys, values, mask = cache.update(i, k, v)
         a = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
-        x = _add_norm(fd, norms[0], x, affine(out, a.reshape(B, D)))
+        x = _add_norm(weights, norms[0], x, affine(out, a.reshape(B, D)))
         # cross-attention over the memory's keys and values, projected once
-        h = _norm(norms[1], x) if fd.norm_first else x
+        h = _norm(norms[1], x) if weights.norm_first else x
         q = affine(cross_q, h).view(B, H, 1, D // H)
         a = fused_attention(q, cache.cross_k[i], cache.cross_v[i], cache.memory_mask)
-        x = _add_norm(fd, norms[1], x, affine(cross_out, a.reshape(B, D)))
+        x = _add_norm(weights, norms[1], x, affine(cross_out, a.reshape(B, D)))
         # feed-forward: (B, D) -> (B, F) -> (B, D)
-        h = _norm(norms[2], x) if fd.norm_first else x
-        x = _add_norm(fd, norms[2], x, affine(down, act(affine(up, h))))
+        h = _norm(norms[2], x) if weights.norm_first else x
+        x = _add_norm(weights, norms[2], x, affine(down, act(affine(up, h))))
     cache.advance()
-    if fd.final_norm is not None:  # pre-norm: the stack's final LayerNorm
-        x = _norm(fd.final_norm, x)
-    return affine(fd.project, x)  # (B, D) -> (B, V)
+    if weights.final_norm is not None:  # pre-norm: the stack's final LayerNorm
+        x = _norm(weights.final_norm, x)
+    return affine(weights.project, x)  # (B, D) -> (B, V)
 
 # %% ../nbs/26_fast_decoding.ipynb #33d7732d
 def fast_decoder(model: Transformer, rows: int) -> Step:

@@ -26,10 +26,11 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 # %% auto #0
-__all__ = ['RENDEZVOUS_SECONDS', 'RUN_FILES', 'LOCK_FILE', 'RUN_MARKER', 'World', 'world_from_env', 'start', 'stop', 'any_rank',
-           'data_parallel', 'FolderBusy', 'lock_folder', 'check_unlocked', 'unlock_folder', 'stale_temporary_files',
-           'RunFolderError', 'mark_run_folder', 'written_by_run', 'check_outside_package', 'check_own_folder',
-           'check_run_folder', 'take_run_folder', 'release_run_folder', 'clear_run']
+__all__ = ['RENDEZVOUS_SECONDS', 'RUN_FILES', 'LOCK_FILE', 'RUN_MARKER', 'World', 'world_from_env', 'join_processes',
+           'leave_processes', 'any_rank', 'data_parallel', 'FolderBusy', 'lock_folder', 'check_unlocked',
+           'unlock_folder', 'stale_temporary_files', 'RunFolderError', 'mark_run_folder', 'written_by_run',
+           'check_outside_package', 'check_own_folder', 'check_run_folder', 'take_run_folder', 'release_run_folder',
+           'clear_run']
 
 # %% ../nbs/21_runs.ipynb #78c5c1c0
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
     return store
 
 
-def start(device_type: str) -> World:
+def join_processes(device_type: str) -> World:
     """Join the process group (NCCL on CUDA, gloo on CPU) of torchrun's processes, or of
     processes started by hand, when there is more than one; return the World."""
     world = world_from_env()
@@ -171,8 +172,8 @@ def start(device_type: str) -> World:
     return world
 
 
-def stop(world: World) -> None:
-    "Leave the process group, if start joined one."
+def leave_processes(world: World) -> None:
+    "Leave the process group, if join_processes joined one."
     if world.size > 1 and dist.is_initialized():
         # leave together: a rank that tears down gloo first can abort its peer
         dist.barrier()

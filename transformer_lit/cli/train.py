@@ -43,12 +43,26 @@ from transformer_lit.recipe import (
     PRESETS, TrainSettings, preset_config, preset_settings, preset_vocab_size,
 )
 from transformer_lit.runs import (
-    RunFolderError, World, any_rank, check_run_folder, clear_run, data_parallel,
-    release_run_folder, start, stop, take_run_folder, world_from_env,
+    RunFolderError,
+    World,
+    any_rank,
+    check_run_folder,
+    clear_run,
+    data_parallel,
+    join_processes,
+    leave_processes,
+    release_run_folder,
+    take_run_folder,
+    world_from_env,
 )
 from ..scoring import corpus_scores
 from transformer_lit.training import (
-    LossTerms, TrainState, finish_run, fit, make_optimizer, train_step,
+    LossTerms,
+    TrainState,
+    finish_run,
+    fit,
+    make_optimizer,
+    train_step,
 )
 
 # %% auto #0
@@ -163,7 +177,8 @@ def check_train_options(args: argparse.Namespace) -> None:
         raise CliError(f"--dropout must lie in [0, 1), got {args.dropout}")
     try:  # several processes: refused before they wait for each other
         processes = world_from_env().size
-    except ValueError:  # run_train's start() names what is wrong with the variables
+    # run_train's join_processes() names what is wrong with the variables
+    except ValueError:
         processes = 1
     if processes > 1 and args.minutes is not None:
         raise CliError("--minutes cannot be used with torchrun (the ranks could stop "
@@ -477,7 +492,7 @@ def run_train(args: argparse.Namespace, hooks: RouteHooks | None = None) -> int:
     out = Path(args.out)
     device = device_from_args(args)
     try:  # one process, or one of torchrun's (chapter 21)
-        world = start(device.type)
+        world = join_processes(device.type)
     except ValueError as e:  # RANK, WORLD_SIZE, ... that torchrun would not set
         raise CliError(str(e)) from e
     if world.size > 1 and device.type == "cuda":
@@ -496,7 +511,7 @@ def run_train(args: argparse.Namespace, hooks: RouteHooks | None = None) -> int:
     finally:
         if held:
             release_run_folder(out, *held[0])
-        stop(world)
+        leave_processes(world)
 
 
 def _execute(
@@ -516,7 +531,7 @@ def _execute(
     # for the model as fit trains it (a resumed model was loaded in eval mode)
     routes = choose_routes(hooks, job, world, model.train())
     state = _train(run, routes, data, state)
-    stop(world)  # the other ranks are done; rank 0 scores alone
+    leave_processes(world)  # the other ranks are done; rank 0 scores alone
     if run.signals:  # 128 + its number, the shell's convention: 130 SIGINT, 143 SIGTERM
         if world.is_main:
             name = signal.Signals(run.signals[0]).name
