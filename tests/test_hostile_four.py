@@ -7,13 +7,17 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import numpy as np
 
 import pytest
 
 import transformer_lit.cli.translate as cli_translate
 import transformer_lit.runs as runs
 from transformer_lit.cli.translate import printable
+from transformer_lit.validate import ArgumentError
 
 from synthetic import run
 
@@ -94,3 +98,63 @@ def test_an_address_rank_0_cannot_listen_at_is_one_line(monkeypatch):
     monkeypatch.setenv("MASTER_PORT", str(free_port()))
     with pytest.raises(ValueError, match=r"^rank 0 cannot listen at MASTER_ADDR=no-such-host.invalid"):
         runs._rendezvous(runs.World(0, 2, 0), seconds=5)
+
+
+# --- the library's front door --------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def shipped_pair():
+    from transformer_lit.pretrained import load_pretrained
+    return load_pretrained()
+
+
+@pytest.mark.parametrize("argument, value", [("model", None), ("tokenizer", None),
+                                             ("tokenizer", "tok")])
+def test_translate_names_a_model_or_tokenizer_that_is_not_one(shipped_pair, argument, value):
+    from transformer_lit.inference import translate
+    model, tokenizer = shipped_pair
+    given = {"model": model, "tokenizer": tokenizer, argument: value}
+    with pytest.raises(ArgumentError, match=f"^{argument} must be a "):
+        translate(given["model"], given["tokenizer"], ["Amen."])
+
+
+def test_numpy_numbers_are_numbers(shipped_pair):
+    "beam_size=np.int64(2) was taken while length_penalty=np.float32(0.5) was refused."
+    from transformer_lit.inference import translate
+    model, tokenizer = shipped_pair
+    expected = translate(model, tokenizer, ["Amen."], beam_size=2, length_penalty=0.5)
+    got = translate(model, tokenizer, ["Amen."], beam_size=np.int64(2),
+                    length_penalty=np.float32(0.5))
+    assert got == expected
+    with pytest.raises(ArgumentError, match="length_penalty"):
+        translate(model, tokenizer, ["Amen."], length_penalty=np.bool_(True))
+
+
+def test_two_threads_leave_a_training_model_in_training_mode(shipped_pair):
+    """A enters translate, B enters, A leaves, B leaves: B found the model in evaluation
+    mode (A's) and put that back, so a model in training mode was left in evaluation mode."""
+    from functools import partial
+
+    from transformer_lit.inference import decode_step, translate
+    model, tokenizer = shipped_pair
+    entered = {name: threading.Event() for name in "AB"}
+    go = {name: threading.Event() for name in "AB"}
+
+    def factory(name):
+        def step_for(model, rows):   # called inside translate, the model in evaluation mode
+            entered[name].set()
+            assert go[name].wait(60)
+            return partial(decode_step, model)
+        return step_for
+
+    model.train()
+    try:
+        threads = {n: threading.Thread(target=translate, args=(model, tokenizer, ["Amen."]),
+                                       kwargs={"decoder": factory(n)}) for n in "AB"}
+        threads["A"].start(); assert entered["A"].wait(60)
+        threads["B"].start(); assert entered["B"].wait(60)
+        go["A"].set(); threads["A"].join(60)
+        go["B"].set(); threads["B"].join(60)
+        assert model.training   # the mode the first thread found
+    finally:
+        model.eval()

@@ -5,9 +5,12 @@
 # %% ../nbs/16_inference.ipynb #2f87196b
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 import warnings
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import NamedTuple
 
@@ -27,7 +30,7 @@ from .recipe import attention_policy, autocast_for
 # %% auto #0
 __all__ = ['Step', 'StepFactory', 'Pick', 'DecodeFn', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_penalty',
            'beam_search', 'cross_attention_maps', 'InputTruncatedWarning', 'output_limit', 'OutputTruncatedWarning',
-           'Decoded', 'decode_in_batches', 'translate']
+           'Decoded', 'check_front_door', 'evaluation_mode', 'decode_in_batches', 'translate']
 
 # %% ../nbs/16_inference.ipynb #35281bc7
 @torch.no_grad()
@@ -335,6 +338,39 @@ def _pad_rows(rows: list[list[int]], pad_id: int) -> Tensor:
         out[r, : len(ids)] = torch.tensor(ids)
     return out
 
+# %% ../nbs/16_inference.ipynb #568ad89e
+def check_front_door(model: object, tokenizer: object) -> None:
+    "ArgumentError unless model is a Transformer and tokenizer a SubwordTokenizer."
+    if not isinstance(model, Transformer):
+        raise ArgumentError(f"model must be a Transformer (load_pretrained gives one), "
+                            f"got {type(model).__name__}")
+    if not isinstance(tokenizer, SubwordTokenizer):
+        raise ArgumentError(f"tokenizer must be a SubwordTokenizer (load_pretrained "
+                            f"gives one), got {type(tokenizer).__name__}")
+
+
+# models in evaluation mode for translate, each with [users, its mode before the first]
+_EVALUATING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_EVALUATING_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def evaluation_mode(model: Transformer) -> Iterator[None]:
+    """model in evaluation mode meanwhile; the last of several threads to leave puts
+    back the mode the first one found."""
+    with _EVALUATING_LOCK:
+        users = _EVALUATING.setdefault(model, [0, model.training])
+        users[0] += 1
+        model.eval()
+    try:
+        yield
+    finally:
+        with _EVALUATING_LOCK:
+            users[0] -= 1
+            if users[0] == 0:
+                model.train(users[1])
+                del _EVALUATING[model]
+
 # %% ../nbs/16_inference.ipynb #cc8add63
 @torch.no_grad()
 def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
@@ -342,6 +378,7 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
                       batch_size: int = 64) -> Decoded:
     """Encode sentences (cut to max_len - 1 tokens, eos added), decode them in batches
     of similar length, each row up to its output_limit -> Decoded, in input order."""
+    check_front_door(model, tokenizer)
     check_positive_int("batch_size", batch_size)
     device, max_len = next(model.parameters()).device, model.config.max_len
     attention_policy(device)
@@ -351,9 +388,7 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
     limits = [output_limit(len(x), max_len) for x in ids]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     texts, cut = [""] * len(ids), [False] * len(ids)
-    was_training = model.training
-    model.eval()
-    try:  # the model is left in the mode it came in
+    with evaluation_mode(model):  # left in the mode it came in, whatever the threads
         for k in range(0, len(order), batch_size):
             chunk = order[k : k + batch_size]
             src = _pad_rows([ids[i] for i in chunk], model.config.pad_id).to(device)
@@ -364,8 +399,6 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
                 out = rows[r][1 : 1 + limits[i]]  # tokenizer.decode stops at eos
                 texts[i] = tokenizer.decode(out)
                 cut[i] = not bool((out == EOS_ID).any())
-    finally:
-        model.train(was_training)
     return Decoded(texts, limits, cut, tokens)
 
 # %% ../nbs/16_inference.ipynb #078d0a15
@@ -398,6 +431,7 @@ def translate(
     """English sentences -> French texts, in input order: greedy (beam_size=1) or beam
     search. decoder(model, rows): the step for a batch (decode_step unless given);
     pick: greedy's choice of token (the argmax unless given)."""
+    check_front_door(model, tokenizer)
     sentences = check_texts("sentences", sentences)  # each item a str, named if not
     check_bool("use_cache", use_cache)
     _check_beam_args(model, beam_size, length_penalty)  # before any work, even for []

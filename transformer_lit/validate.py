@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 import os
 from collections.abc import Collection
@@ -83,10 +84,12 @@ def check_number(
     low_open: bool = False,
     high_open: bool = False,
 ) -> float:
-    """float(value), if it is a real number (int or float, not a bool or NaN) in the
-    range low..high, each end closed unless *_open; else ArgumentError naming `name`."""
+    """float(value), if it is a real number (an int, a float or NumPy's; not a bool, not
+    NaN) in the range low..high, each end closed unless *_open; else ArgumentError
+    naming `name`."""
     interval = _number_words(low, high, low_open, high_open)
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    # a real number: int, float, or NumPy's (np.float32 is no float); never a bool
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if not number or math.isnan(value):
         raise ArgumentError(f"{name} must be {interval}, got {_shown(value)}")
     above = value > low if low_open else value >= low
