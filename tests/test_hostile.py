@@ -142,11 +142,17 @@ def test_two_runs_on_one_folder_the_second_is_refused(cache, tmp_path, capsys):
     assert run(argv, capsys)[0] == 0   # the lock went with the first run
 
 
-def test_sigint_stops_with_130(cache, tmp_path):
-    proc = start_run(tmp_path / "run")
-    proc.send_signal(signal.SIGINT)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
+def test_a_signal_saves_the_run_and_says_how_to_continue(cache, tmp_path, sig):
+    "SIGHUP (the terminal closed) ended with 130 and no save (issue 50); now as SIGINT: 128 + it."
+    out = tmp_path / "run"
+    proc = start_run(out)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and err.count("\n") == 1 and "stopped by SIGINT" in err, err
+    assert proc.returncode == 128 + sig and err.count("\n") == 1, err
+    assert f"stopped by {sig.name} at step" in err and "continue with --resume" in err, err
+    step = int(err.split(" at step ")[1].split(";")[0])
+    assert load_checkpoint(out / "checkpoint.pt")["state"]["step"] == step   # saved where it stopped
 
 
 def test_a_finished_run_without_checkpoint_is_a_run(cache, tmp_path, capsys):

@@ -19,7 +19,9 @@ import transformer_lit.runs as runs
 from transformer_lit.cli.translate import printable
 from transformer_lit.validate import ArgumentError
 
-from synthetic import run
+from transformer_lit.runs import RUN_FILES, RUN_MARKER
+
+from synthetic import TINY, assert_one_line_error, run
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 
@@ -158,3 +160,35 @@ def test_two_threads_leave_a_training_model_in_training_mode(shipped_pair):
         assert model.training   # the mode the first thread found
     finally:
         model.eval()
+
+
+# --- a folder of the user's own files is no run ----------------------------------------------
+
+def test_resume_on_a_users_own_files_is_refused_and_marks_nothing(tmp_path, capsys, cache):
+    """--resume on a folder holding the user's own checkpoint.pt, model.pt, results.json was
+    refused but left a marker naming them, so that a later --force deleted them (issue 50)."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    own = {name: b"the user's own " + name.encode() for name in RUN_FILES}
+    for name, data in own.items():
+        (out / name).write_bytes(data)
+    resume = ["train", "--resume", "--out", str(out), "--quiet", "--bleu-sentences", "0"]
+    assert_one_line_error(*run(resume, capsys), "checkpoint.pt", "not written by a run", RUN_MARKER)
+    force = ["train", *TINY, "--steps", "2", "--out", str(out), "--force"]
+    assert_one_line_error(*run(force, capsys), "no run wrote", *RUN_FILES)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == own   # no marker, nothing deleted
+
+
+def test_a_folder_of_the_users_own_files_is_not_called_a_run(tmp_path, capsys, cache):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "model.pt").write_bytes(b"mine")
+    status, stdout, err = run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys)
+    assert_one_line_error(status, stdout, err, "model.pt", "which no run wrote")
+    assert "holds a run" not in err
+
+
+def test_the_marker_names_only_what_a_run_may_write(tmp_path):
+    (tmp_path / "results.json").write_text("the user's")
+    runs.mark_run_folder(tmp_path)
+    assert runs.written_by_run(tmp_path) == {"checkpoint.pt", "model.pt"}

@@ -270,31 +270,42 @@ class RunFolderError(ValueError):
 
 
 def _check_contents(folder: Path, resume: bool, force: bool) -> None:
-    "RunFolderError if folder holds a run not to be replaced, or (resume) holds none."
+    """RunFolderError if folder holds a run not to be replaced, files no run wrote
+    (a user's own), or (resume) no checkpoint a run wrote."""
+    ours = written_by_run(folder)
     if resume and not (folder / "checkpoint.pt").is_file():
         raise RunFolderError(
             f"{folder} holds no checkpoint.pt: there is no run to resume"
         )
+    if resume and "checkpoint.pt" not in ours:
+        raise RunFolderError(
+            f"{folder / 'checkpoint.pt'} was not written by a run there (no "
+                f"{RUN_MARKER} "
+            "names it): move it into a run's folder, or give another folder"
+        )
     held = [name for name in RUN_FILES if (folder / name).exists()]
+    foreign = [name for name in held if name not in ours]
+    if foreign and not resume:
+        raise RunFolderError(
+            f"{folder} holds {', '.join(foreign)}, which no run wrote there (no "
+            f"{RUN_MARKER} names them); a run replaces only its own files: move them "
+            "or give another folder"
+        )
     if held and not resume and not force:
         raise RunFolderError(
             f"{folder} holds a run ({', '.join(held)}); add --resume to continue it or "
             "--force to start again"
         )
-    foreign = [name for name in held if name not in written_by_run(folder)]
-    if foreign and force and not resume:
-        raise RunFolderError(
-            f"{folder} holds {', '.join(foreign)}, which no run wrote there (no "
-            f"{RUN_MARKER} names them); --force replaces only a run's own files: move "
-            "them or give another folder"
-        )
 
 
 def mark_run_folder(folder: Path) -> None:
-    "Write folder's RUN_MARKER, naming RUN_FILES (through no link: O_NOFOLLOW)."
+    """Write folder's RUN_MARKER, naming the RUN_FILES a run may write there: those not
+    there yet, and those a run wrote (through no link: O_NOFOLLOW)."""
+    ours = written_by_run(folder)
+    names = [n for n in RUN_FILES if n in ours or not os.path.lexists(folder / n)]
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
     with os.fdopen(os.open(folder / RUN_MARKER, flags, 0o666), "w") as f:
-        f.write("".join(f"{name}\n" for name in RUN_FILES))
+        f.write("".join(f"{name}\n" for name in names))
 
 
 def written_by_run(folder: Path) -> set[str]:

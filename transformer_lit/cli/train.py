@@ -462,9 +462,10 @@ def _train(
     "fit, saving as it goes (rank 0); a signal, kept in run.signals, stops it."
     world, save, signals = run.world, _saver(run), run.signals
     quiet = run.job.quiet or not world.is_main
-    # SIGINT (Ctrl-C) or SIGTERM (timeout, Docker, Slurm): stop after this step
+    # SIGINT (Ctrl-C), SIGTERM (timeout, Docker, Slurm) or SIGHUP (the terminal closed):
+    # stop after this step, saved
     handlers = {s: signal.signal(s, lambda n, _: signals.append(n))
-                for s in (signal.SIGINT, signal.SIGTERM)}
+                for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         state = fit(
             run.model, run.optimizer, data.train, data.valid, run.job.settings, state,
