@@ -192,3 +192,16 @@ def test_the_marker_names_only_what_a_run_may_write(tmp_path):
     (tmp_path / "results.json").write_text("the user's")
     runs.mark_run_folder(tmp_path)
     assert runs.written_by_run(tmp_path) == {"checkpoint.pt", "model.pt"}
+
+
+def test_a_refused_out_leaves_no_folder_behind(tmp_path, capsys, cache):
+    "train --out sub/<300 characters> was refused but left sub/ behind."
+    out = tmp_path / "sub" / ("x" * 300)
+    assert_one_line_error(*run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys), str(tmp_path / "sub"))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("engine", ["ctranslate2", "huggingface", "argos"])
+def test_an_empty_export_folder_is_refused_by_name(engine, capsys):
+    "export ctranslate2 '' was taken as the current folder, where train --out '' is refused."
+    assert_one_line_error(*run(["export", engine, ""], capsys), "OUT must name a folder")

@@ -360,6 +360,13 @@ def check_run_folder(folder: Path, resume: bool, force: bool) -> None:
     _check_contents(folder, resume, force)
 
 # %% ../nbs/21_runs.ipynb #f5f0a35a
+def _remove_empty(folders: list[Path]) -> None:
+    "Remove those of folders (deepest first) that exist and are empty."
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
 def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path | None]:
     """Create folder if missing, lock it, check it again under the lock and remove stale
     temporary files; returns (lock fd, outermost folder created or None)."""
@@ -374,6 +381,7 @@ def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path 
     except FolderBusy as e:
         raise RunFolderError(f"{e}; wait for it to end or give another folder") from e
     except OSError as e:
+        _remove_empty(missing)  # what mkdir made of a path it then refused
         if e.errno == errno.ELOOP:  # O_NOFOLLOW met a link
             raise RunFolderError(
                 f"{folder / LOCK_FILE} is a symbolic link, which no run makes; "

@@ -47,7 +47,7 @@ def add_export_command(commands: argparse._SubParsersAction) -> None:
             engine, help=what,
             description=f"Write the shipped model (or --checkpoint) as {what}, with a "
             "README on how to translate with it.")
-        e.add_argument("out", type=Path, metavar="OUT",
+        e.add_argument("out", metavar="OUT",
                        help=f"{out}; refused if it exists, unless --force")
         add_checkpoint_option(e)
         if engine == "ctranslate2":
@@ -76,7 +76,10 @@ def _check_folder(out: Path, force: bool) -> None:
 
 def check_export(args: argparse.Namespace) -> None:
     """Refuse, before any work, an export that cannot be done; CliError naming the
-    option."""
+    option. OUT becomes a Path."""
+    if not str(args.out).strip():  # Path("") would be the current folder
+        raise CliError("OUT must name a folder, got an empty string")
+    args.out = Path(args.out)
     need = {
         "ctranslate2": [require_ctranslate2],
         "huggingface": [require_transformers],
