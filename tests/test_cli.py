@@ -167,6 +167,8 @@ def test_resume_without_checkpoint(tmp_path, capsys, fake_corpus):
 
 
 def test_resume_a_model_file_is_refused(checkpoint, tmp_path, capsys, fake_corpus):
+    from transformer_lit.runs import mark_run_folder
+    mark_run_folder(tmp_path)   # a run's folder, whose checkpoint.pt is then a model.pt
     (tmp_path / "checkpoint.pt").write_bytes(checkpoint.read_bytes())   # a model.pt has no optimizer or state
     assert_one_line_error(*run(["train", "--out", str(tmp_path), "--steps", "3", "--resume"], capsys), "cannot resume")
 
