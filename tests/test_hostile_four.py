@@ -98,7 +98,7 @@ def test_rank_0_listens_at_master_addr_only(monkeypatch):
 def test_an_address_rank_0_cannot_listen_at_is_one_line(monkeypatch):
     monkeypatch.setenv("MASTER_ADDR", "no-such-host.invalid")
     monkeypatch.setenv("MASTER_PORT", str(free_port()))
-    with pytest.raises(ValueError, match=r"^rank 0 cannot listen at MASTER_ADDR=no-such-host.invalid"):
+    with pytest.raises(runs.RendezvousError, match=r"^rank 0 cannot listen at MASTER_ADDR=no-such-host.invalid"):
         runs._rendezvous(runs.World(0, 2, 0), seconds=5)
 
 

@@ -26,13 +26,18 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 # %% auto #0
-__all__ = ['RENDEZVOUS_SECONDS', 'RUN_FILES', 'LOCK_FILE', 'RUN_MARKER', 'World', 'world_from_env', 'join_processes',
-           'leave_processes', 'any_rank', 'data_parallel', 'FolderBusy', 'lock_folder', 'check_unlocked',
-           'unlock_folder', 'stale_temporary_files', 'RunFolderError', 'mark_run_folder', 'written_by_run',
-           'check_outside_package', 'check_own_folder', 'check_run_folder', 'take_run_folder', 'release_run_folder',
-           'clear_run']
+__all__ = ['RENDEZVOUS_SECONDS', 'RUN_FILES', 'LOCK_FILE', 'RUN_MARKER', 'RendezvousError', 'World', 'world_from_env',
+           'join_processes', 'leave_processes', 'any_rank', 'data_parallel', 'FolderBusy', 'lock_folder',
+           'check_unlocked', 'unlock_folder', 'stale_temporary_files', 'RunFolderError', 'mark_run_folder',
+           'written_by_run', 'check_outside_package', 'check_own_folder', 'check_run_folder', 'take_run_folder',
+           'release_run_folder', 'clear_run']
 
 # %% ../nbs/21_runs.ipynb #78c5c1c0
+class RendezvousError(ValueError):
+    """The processes of a run cannot meet: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR or
+    MASTER_PORT is wrong, or a process is missing; the message names which."""
+
+
 @dataclass(frozen=True)
 class World:
     """Where this process stands among those that torchrun started: rank 0..size-1
@@ -59,12 +64,14 @@ def world_from_env(env: dict[str, str] | None = None) -> World:
             int(env.get("LOCAL_RANK", 0)),
         )
     except ValueError as e:
-        raise ValueError(
+        raise RendezvousError(
             f"RANK, WORLD_SIZE and LOCAL_RANK must be integers: {e}"
         ) from e
     if not (world.size >= 1 and 0 <= world.rank < world.size and world.local_rank >= 0):
-        raise ValueError(f"inconsistent RANK={world.rank}, WORLD_SIZE={world.size}, "
-                         f"LOCAL_RANK={world.local_rank}")
+        raise RendezvousError(
+            f"inconsistent RANK={world.rank}, WORLD_SIZE={world.size}, "
+            f"LOCAL_RANK={world.local_rank}"
+        )
     return world
 
 # %% ../nbs/21_runs.ipynb #bd9e77ad
@@ -86,18 +93,20 @@ def _listen(host: str, port: int) -> int:
 
 def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
     """The store of processes started by hand, once all world.size have joined it; a
-    ValueError naming what was missing after `seconds`."""
+    RendezvousError naming what was missing after `seconds`."""
     host, port = os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]
     where = f"MASTER_ADDR={host}, MASTER_PORT={port}"
     if not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"MASTER_PORT must be a port number (1-65535), got {port!r}")
+        raise RendezvousError(
+            f"MASTER_PORT must be a port number (1-65535), got {port!r}"
+        )
     begin, told = time.monotonic(), False
     deadline = begin + seconds
 
     def wait(what: str) -> None:  # says so after a second; gives up at the deadline
         nonlocal told
         if time.monotonic() > deadline:
-            raise ValueError(
+            raise RendezvousError(
                 f"{what} after {seconds:g} s at {where}: start every process "
                 f"with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE={world.size}, "
                 "or use torchrun"
@@ -131,12 +140,12 @@ def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
             master_listen_fd=listen,
         )
     except OSError as e:  # the address: unknown, not this machine's, or taken
-        raise ValueError(
+        raise RendezvousError(
             f"rank 0 cannot listen at {where}: {e.strerror or e}"
         ) from None
     except RuntimeError as e:  # torch's DistNetworkError and DistStoreError
         first = (str(e).strip() or type(e).__name__).splitlines()[0]
-        raise ValueError(
+        raise RendezvousError(
             f"rank {world.rank} cannot open the store at {where}: {first}"
         ) from None
     store.set_timeout(timedelta(seconds=max(seconds, 60)))
@@ -154,7 +163,7 @@ def join_processes(device_type: str) -> World:
     if world.size > 1 and not dist.is_initialized():
         missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not os.environ.get(v)]
         if missing:  # torch's own error names its rendezvous, not what to do
-            raise ValueError(
+            raise RendezvousError(
                 f"WORLD_SIZE={world.size} asks for several processes, but "
                 f"{' and '.join(missing)} not set: start them with torchrun, or unset "
                 "WORLD_SIZE"
