@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 MATHJAX := _build/mathjax_static/mathjax/tex-chtml.js
 PORT ?= 8000
 
-.PHONY: book site test screenshots nbval-full export notebooks serve benchmarks clean venv check-tools
+.PHONY: book site test screenshots nbval-full export notebooks serve benchmarks clean \
+	venv check-tools lowest
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -18,10 +19,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch first and pinned: the CPU wheel; an unpinned torch would pull GBs of CUDA packages.
 	$(PY) -m pip install -q torch==2.13.0
-	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 27 and
-	# tests/test_export.py use; bench: transformers, which benchmarks/bench_peers.py and
-	# tests/test_bench_peers.py use (extras of their own, so that readers can install them alone)
-	$(PY) -m pip install -q -e ".[dev,deploy,bench,argos]"
+	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 27
+	# and tests/test_export.py use; huggingface: transformers, which chapter 28,
+	# benchmarks/bench_peers.py and their tests use; argos: chapter 29 (extras of their
+	# own, so that readers can install them alone)
+	$(PY) -m pip install -q -e ".[dev,deploy,huggingface,argos]"
 	# LibreTranslate pins old Flask, numpy and requests: a virtual environment of its own
 	# (.venv-libretranslate), which tests/test_argos.py starts the server from
 	PYTHON=$(PYTHON) bash tools/libretranslate_venv.sh
@@ -100,6 +102,34 @@ screenshots: $(STAMP) check-tools
 # nbval over every notebook as stored, chapter 19's full training run included
 nbval-full: $(STAMP)
 	$(PY) tools/nbval_outside.py --full
+
+# The package against the LOWEST version of each runtime dependency (pyproject.toml's
+# lower bounds, which tools/lowest_requirements.py reads) in a fresh .venv-lowest: the
+# unit tests that need only the runtime dependencies (no extra, browser or notebook),
+# in two processes. PyPI's torch of that age is a CUDA build: about 3 GB to download,
+# 5.3 GB in .venv-lowest, removed after a pass (a failed run leaves it for a look).
+LOWEST := .venv-lowest
+LOWEST_TESTS := $(patsubst %,tests/test_%.py,attention masking positional norms ffn \
+	cache encoder decoder model inference training data validate scoring versions \
+	pretrained precision runs cli fast_paths fast_dropout onednn_products distributed \
+	requirements)
+lowest:
+	@date +"make lowest: start %T"
+	rm -rf $(LOWEST)
+	$(PYTHON) -m venv $(LOWEST)
+	$(LOWEST)/bin/python -m pip install -q --upgrade pip
+	$(PYTHON) tools/lowest_requirements.py > $(LOWEST)/lowest.txt
+	$(PYTHON) tools/lowest_requirements.py --tools pytest pytest-xdist \
+	  >> $(LOWEST)/lowest.txt
+	$(LOWEST)/bin/python -m pip install -q -r $(LOWEST)/lowest.txt
+	$(LOWEST)/bin/python -m pip install -q --no-deps -e .
+	$(LOWEST)/bin/python tools/lowest_requirements.py --check
+	@date +"make lowest: installed %T"
+	# test_python_dash_m_runs_main also runs `export ctranslate2` (the deploy extra)
+	$(LOWEST)/bin/pytest $(LOWEST_TESTS) -n 2 --dist loadgroup -q \
+	  --deselect tests/test_cli.py::test_python_dash_m_runs_main
+	rm -rf $(LOWEST)
+	@date +"make lowest: end %T"
 
 # Re-execute notebooks in place (fresh kernel, counts 1..n) after editing them, their code first
 # fitted to 88 columns (tools/fit_page.py): make notebooks NB=nbs/03_attention.ipynb

@@ -1,6 +1,6 @@
 """Benchmark: transformer_lit against its peers, Hugging Face's MarianMTModel and PyTorch's nn.Transformer.
 
-Run: .venv/bin/pip install -e '.[bench]'      # once: transformers, at the version measured
+Run: .venv/bin/pip install -e '.[huggingface]'      # once: transformers, at the version measured
      .venv/bin/python benchmarks/bench_peers.py [--threads N] [--repeats N] [--warmup N] [--smoke]
 
 One model size for all three: V=8000 (one vocabulary, embeddings shared by source, target and output),
@@ -446,7 +446,7 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         import transformers
     except ImportError:
-        raise SystemExit("bench_peers.py needs transformers: .venv/bin/pip install -e '.[bench]'") from None
+        raise SystemExit("bench_peers.py needs transformers: .venv/bin/pip install -e '.[huggingface]'") from None
     device = torch.device("cpu")
     torch.set_num_threads(args.threads)
     sizes, cases = (SMOKE, SMOKE_CASES) if args.smoke else (BENCH, CASES)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("transformers", reason="transformers is not installed: pip install -e '.[bench]' installs it")
+pytest.importorskip("transformers", reason="transformers is not installed: pip install -e '.[huggingface]' installs it")
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))   # the benchmarks import each other as top-level modules
