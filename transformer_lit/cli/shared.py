@@ -23,11 +23,13 @@ from ..data import PAD_ID, SubwordTokenizer
 from ..model import Transformer
 from ..pretrained import load_pretrained
 from ..recipe import attention_policy
+from ..training import TrainState
 
 # %% auto #0
 __all__ = ['USER_ERROR', 'OPTION_NAMES', 'CliError', 'report', 'as_options', 'out_of_memory', 'check_compiler', 'Interrupted',
            'signals_interrupt', 'pick_device', 'add_device_options', 'device_from_args', 'version_codes',
-           'read_checkpoint', 'damaged', 'tokenizer_from', 'add_checkpoint_option', 'load_model']
+           'read_checkpoint', 'damaged', 'tokenizer_from', 'add_checkpoint_option', 'load_model', 'checked_state',
+           'load_optimizer', 'saved_state']
 
 # %% ../../nbs/22_cli_shared.ipynb #7d7361c9
 USER_ERROR = 2  # the exit status of a mistake the user can fix, as argparse's
@@ -280,3 +282,40 @@ def load_model(
             raise
         raise CliError(f"{option}: {e}") from e
     return model.to(device).eval(), tokenizer
+
+# %% ../../nbs/22_cli_shared.ipynb #5e7d2b19
+def checked_state(state: TrainState) -> TrainState:
+    "state, if its counters are counts and its times are times; else ValueError."
+    for name in ("step", "epoch", "batch_in_epoch", "tokens"):
+        value = getattr(state, name)
+        if type(value) is not int or value < 0:
+            raise ValueError(f"{name} is {value!r}")
+    for name in ("seconds", "train_seconds"):
+        value = getattr(state, name)
+        if type(value) not in (int, float) or not 0 <= value < float("inf"):
+            raise ValueError(f"{name} is {value!r}")
+    return state
+
+
+def load_optimizer(optimizer: torch.optim.Optimizer, saved: dict, path: Path) -> None:
+    "Put back the optimizer's saved state, checked against the parameters' shapes."
+    with damaged(path, "optimizer"):
+        optimizer.load_state_dict(saved)
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                for t in optimizer.state.get(p, {}).values():
+                    if torch.is_tensor(t) and t.dim() and t.shape != p.shape:
+                        raise ValueError("its moments do not fit the model")
+
+
+def saved_state(path: Path, ckpt: dict, model: Transformer) -> TrainState:
+    "The run's TrainState, its averaging snapshots checked against the model."
+    with damaged(path, "state"):
+        state = checked_state(TrainState.from_dict(ckpt["state"]))
+    shapes = {k: v.shape for k, v in model.state_dict().items()}
+    with damaged(path, "snapshots"):
+        state.snapshots = [(int(step), dict(w)) for step, w in ckpt["snapshots"]]
+        if any({k: v.shape for k, v in w.items()} != shapes
+               for _, w in state.snapshots):
+            raise ValueError("a snapshot does not fit the model")
+    return state

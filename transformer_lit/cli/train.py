@@ -27,7 +27,8 @@ from transformer_lit.checkpoints import (
 )
 from transformer_lit.cli.shared import (
     CliError, add_device_options, as_options, check_compiler, damaged, device_from_args,
-    load_model, out_of_memory, read_checkpoint, signals_interrupt, version_codes,
+    load_model, load_optimizer, out_of_memory, read_checkpoint, saved_state,
+    signals_interrupt, version_codes,
 )
 from transformer_lit.corpus import (
     ENGLISH_VERSIONS, FRENCH_VERSIONS, CorpusError, load_verses, version_pairs,
@@ -36,38 +37,26 @@ from transformer_lit.data import (
     SPECIAL_PIECES, SubwordTokenizer, encode_pairs, make_batches, reference_set,
     split_by_book, train_tokenizer,
 )
-from ..inference import OutputTruncatedWarning, Pick, StepFactory
-from ..inference import translate
+from transformer_lit.inference import (
+    OutputTruncatedWarning, Pick, StepFactory, translate,
+)
 from ..model import Transformer
 from transformer_lit.recipe import (
     PRESETS, TrainSettings, preset_config, preset_settings, preset_vocab_size,
 )
 from transformer_lit.runs import (
-    RunFolderError,
-    World,
-    any_rank,
-    check_run_folder,
-    clear_run,
-    data_parallel,
-    join_processes,
-    leave_processes,
-    release_run_folder,
-    take_run_folder,
+    RunFolderError, World, any_rank, check_run_folder, clear_run, data_parallel,
+    join_processes, leave_processes, release_run_folder, take_run_folder,
     world_from_env,
 )
 from ..scoring import corpus_scores
 from transformer_lit.training import (
-    LossTerms,
-    TrainState,
-    finish_run,
-    fit,
-    make_optimizer,
-    train_step,
+    LossTerms, TrainState, finish_run, fit, make_optimizer, train_step,
 )
 
 # %% auto #0
-__all__ = ['SEED_LIMIT', 'RouteHooks', 'add_train_command', 'check_train_options', 'TrainJob', 'checked_state', 'load_optimizer',
-           'TrainRoutes', 'choose_routes', 'run_train']
+__all__ = ['SEED_LIMIT', 'RouteHooks', 'add_train_command', 'check_train_options', 'TrainJob', 'TrainRoutes', 'choose_routes',
+           'run_train']
 
 # %% ../../nbs/23_cli_train.ipynb #5d0c1e27
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -269,43 +258,6 @@ def _refuse_changes(args: argparse.Namespace, ckpt: dict) -> None:
                        f"{ckpt['preset']}; leave --preset out when resuming")
 
 # %% ../../nbs/23_cli_train.ipynb #ffd35d86
-def checked_state(state: TrainState) -> TrainState:
-    "state, if its counters are counts and its times are times; else ValueError."
-    for name in ("step", "epoch", "batch_in_epoch", "tokens"):
-        value = getattr(state, name)
-        if type(value) is not int or value < 0:
-            raise ValueError(f"{name} is {value!r}")
-    for name in ("seconds", "train_seconds"):
-        value = getattr(state, name)
-        if type(value) not in (int, float) or not 0 <= value < float("inf"):
-            raise ValueError(f"{name} is {value!r}")
-    return state
-
-
-def load_optimizer(optimizer: torch.optim.Optimizer, saved: dict, path: Path) -> None:
-    "Put back the optimizer's saved state, checked against the parameters' shapes."
-    with damaged(path, "optimizer"):
-        optimizer.load_state_dict(saved)
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                for t in optimizer.state.get(p, {}).values():
-                    if torch.is_tensor(t) and t.dim() and t.shape != p.shape:
-                        raise ValueError("its moments do not fit the model")
-
-
-def _saved_state(path: Path, ckpt: dict, model: Transformer) -> TrainState:
-    "The run's TrainState, its averaging snapshots checked against the model."
-    with damaged(path, "state"):
-        state = checked_state(TrainState.from_dict(ckpt["state"]))
-    shapes = {k: v.shape for k, v in model.state_dict().items()}
-    with damaged(path, "snapshots"):
-        state.snapshots = [(int(step), dict(w)) for step, w in ckpt["snapshots"]]
-        if any({k: v.shape for k, v in w.items()} != shapes
-               for _, w in state.snapshots):
-            raise ValueError("a snapshot does not fit the model")
-    return state
-
-
 def _resume(args: argparse.Namespace, out: Path, world: World) -> _Start:
     "A resumed run: everything from --out/checkpoint.pt, with the new budget."
     path = out / "checkpoint.pt"
@@ -331,7 +283,7 @@ def _resume(args: argparse.Namespace, out: Path, world: World) -> _Start:
                settings=settings)
     with damaged(path, "rng"):
         restore_rng_states(ckpt["rng"])
-    state = _saved_state(path, ckpt, model)
+    state = saved_state(path, ckpt, model)
     return _Start(job, tokenizer, model, state, ckpt["optimizer"])
 
 # %% ../../nbs/23_cli_train.ipynb #e92093e6
