@@ -1,6 +1,7 @@
 """Shared helpers for the benchmarks: device description, interleaved timing, result files."""
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import time
@@ -9,8 +10,8 @@ from typing import Callable
 
 import torch
 
-from transformer_lit.checkpoints import cpu_details as package_cpu_details
-from transformer_lit.recipe import attention_policy
+from transformer_lit.machine import attention_policy
+from transformer_lit.machine import cpu_details as package_cpu_details
 
 RESULTS = Path(__file__).resolve().parents[1] / "transformer_lit" / "results"   # package data: the book shows them
 
@@ -51,9 +52,13 @@ def timed(fn: Callable[[], object], device: torch.device) -> tuple[object, float
     return out, time.perf_counter() - start
 
 
+_HELD = contextlib.ExitStack()   # policies held until the benchmark's process ends
+
+
 def disable_cudnn_attention(device: torch.device) -> None:
-    "The package's one cuDNN-attention policy (chapter 13's attention_policy), which fit and the CLI use too."
-    attention_policy(device)
+    """The package's one cuDNN-attention policy (chapter 34's attention_policy, which fit and
+    translate hold while they run), held for the rest of this benchmark's process."""
+    _HELD.enter_context(attention_policy(device))
 
 
 def interleaved_medians(fns: dict[str, Callable[[], object]], device: torch.device,

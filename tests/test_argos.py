@@ -204,10 +204,10 @@ def test_failed_write_leaves_nothing(tiny, tmp_path, monkeypatch):
     def replace_fails(src, dst):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(argos.os, "replace", replace_fails)
+    monkeypatch.setattr(os, "replace", replace_fails)   # the one atomic write's rename
     with pytest.raises(OSError, match="Input/output"):
         argos.to_argos(model, tokenizer, out, force=True)
-    monkeypatch.setattr(argos.os, "replace", real_replace)
+    monkeypatch.setattr(os, "replace", real_replace)
     assert out.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["p.argosmodel"]
 

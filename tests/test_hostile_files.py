@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from synthetic import TINY, assert_one_line_error, run
-from transformer_lit import corpus, fast, runs
+from transformer_lit import corpus, fast, files, runs
 
 
 @pytest.fixture
@@ -102,18 +102,18 @@ def test_a_checked_file_is_never_written_through_a_planted_name(tmp_path):
 
 def test_read_small_file_takes_regular_files_only(tmp_path, alarm):
     (tmp_path / "ok").write_text("{}")
-    assert corpus.read_small_file(tmp_path / "ok", 10) == "{}"
+    assert files.read_small_file(tmp_path / "ok", 10) == "{}"
     (tmp_path / "big").write_text("x" * 11)
     with pytest.raises(ValueError, match="larger than 10 bytes"):
-        corpus.read_small_file(tmp_path / "big", 10)
+        files.read_small_file(tmp_path / "big", 10)
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "zero").symlink_to("/dev/zero")
     (tmp_path / "folder").mkdir()
     for name in ("fifo", "folder"):
         with pytest.raises(ValueError, match="not a regular file"):
-            corpus.read_small_file(tmp_path / name, 10)
+            files.read_small_file(tmp_path / name, 10)
     with pytest.raises(OSError):   # a link is not followed
-        corpus.read_small_file(tmp_path / "zero", 10)
+        files.read_small_file(tmp_path / "zero", 10)
 
 
 @pytest.fixture

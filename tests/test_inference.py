@@ -254,9 +254,9 @@ def test_bad_inputs():
         greedy_decode(model, src, 3, BOS, eos_id=-1)
     with pytest.raises(TypeError, match="src"):
         greedy_decode(model, src.float(), 3, BOS)
-    with pytest.raises(ValueError, match=r"src must be a \(B, L\)"):
+    with pytest.raises(ValueError, match=r"src must have shape \(B, L\), got \(9,\)"):
         greedy_decode(model, src[0], 3, BOS)
-    with pytest.raises(ValueError, match=r"src must be a \(B, L\)"):
+    with pytest.raises(ValueError, match=r"src must have shape \(B, L\), got \(1, 4, 9\)"):
         beam_search(model, src[None], 2, 3)
     with pytest.raises(ValueError, match="max_len"):
         new_cache(model, model.encode(src), src, max_len=0)

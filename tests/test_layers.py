@@ -6,6 +6,7 @@ whole sentence or two."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "transformer_lit"
 
 # Lower number = lower floor. A module may import only from strictly lower floors.
 FLOORS = {
-    "validate": 0,                                              # argument checks
+    "validate": 0, "files": 0, "machine": 0,                    # checks, files, the machine
     "corpus": 1, "runs": 1, "masking": 1, "positional": 1,      # building blocks,
     "norms": 1, "ffn": 1, "cache": 1,                           # the corpus, processes, the KV cache
     "attention": 2, "data": 2,                                  # attention | tokenizer, batches
@@ -135,3 +136,14 @@ def test_modules_stay_small(path):
 def test_module_docstrings_are_whole_sentences(path):
     doc = ast.get_docstring(ast.parse(path.read_text()))
     assert doc and doc.rstrip().endswith((".", "!", "?", ")")), (module_name(path), doc)
+
+
+# a docstring that tells the chapter's story ("this chapter fetches...", "Every chapter so
+# far...") instead of what the module holds (issue 47, item 6)
+NARRATION = re.compile(r"\bthis (chapter|one)\b|\bchapters? so far\b|^chapter \d+", re.I)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_module_docstrings_say_what_the_module_holds(path):
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    assert not NARRATION.search(doc), (module_name(path), doc)

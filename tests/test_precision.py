@@ -3,6 +3,7 @@ cores, float16 with loss scaling on older GPUs such as Colab's T4, float32 on a 
 the device's compute capability is faked, and GradScaler's bookkeeping runs on the CPU."""
 from __future__ import annotations
 
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -91,14 +92,31 @@ def test_the_scaler_state_travels_in_the_train_state():
     assert restored.get_scale() == 1024.0
 
 
-def test_one_cudnn_attention_policy_for_training_decoding_and_the_command():
-    from transformer_lit import recipe, training
-    from transformer_lit.cli import shared
-    calls = []
-    with mock.patch.object(torch.backends.cuda, "enable_cudnn_sdp", lambda on: calls.append(on)):
-        recipe.attention_policy(torch.device("cpu"))
-        assert calls == []
-        recipe.attention_policy(torch.device("cuda"))
-        assert calls == [False]
-    for module in (training, shared):   # fit and device_from_args call it
-        assert "attention_policy(" in open(module.__file__).read()
+def test_the_cudnn_attention_policy_is_scoped_and_restored():
+    """attention_policy (chapter 34) turns cuDNN's attention off inside its block on CUDA
+    only, and puts back what was there, also after an error; fit and the decoding hold it
+    while they run, and nothing else in the package touches the switch (issue 47)."""
+    from transformer_lit import machine
+    flag = {"on": True}
+    with mock.patch.object(torch.backends.cuda, "enable_cudnn_sdp",
+                           lambda on: flag.update(on=on)), \
+            mock.patch.object(torch.backends.cuda, "cudnn_sdp_enabled", lambda: flag["on"]):
+        with machine.attention_policy(torch.device("cpu")):
+            assert flag["on"]
+        with machine.attention_policy("cuda"):
+            assert not flag["on"]
+        assert flag["on"]
+        flag["on"] = False   # someone else's choice is put back, not True
+        with machine.attention_policy(torch.device("cuda")):
+            assert not flag["on"]
+        assert not flag["on"]
+        flag["on"] = True
+        with pytest.raises(RuntimeError), machine.attention_policy("cuda"):
+            raise RuntimeError("inside")
+        assert flag["on"]
+    package = Path(machine.__file__).parent
+    for name in ("training.py", "inference.py"):
+        assert "attention_policy(device)" in (package / name).read_text(), name
+    touching = sorted(p.name for p in package.rglob("*.py")
+                      if "enable_cudnn_sdp(" in p.read_text())
+    assert touching == ["machine.py"], touching

@@ -18,6 +18,10 @@ LATER: dict[str, set[str]] = {}
 # the overview runs the finished model before the chapters build it, by design: it is the
 # tour of what they will build
 TOUR = "00_overview"
+# the Reference part's utilities (files, the machine) serve every chapter, as an appendix
+# does: any chapter may import them (issue 48: "a core chapter may import from the
+# Reference part's utility modules")
+REFERENCE = "Reference"
 
 
 def toc_chapters() -> list[str]:
@@ -45,10 +49,18 @@ def imported_modules(source: str, known: set[str]) -> set[str]:
     return found
 
 
+def reference_chapters() -> list[str]:
+    "The notebooks' stems in the table of contents' Reference part."
+    part = (ROOT / "_toc.yml").read_text().split(f"caption: {REFERENCE}")[1]
+    return re.findall(r"file:\s*nbs/(\S+)", part)
+
+
 def uses_of_later_code() -> dict[str, set[str]]:
     chapters = toc_chapters()
     sources = {stem: code(stem) for stem in chapters}
-    home = {exported_module(s): i for i, s in enumerate(sources.values()) if exported_module(s)}
+    reference = set(reference_chapters())
+    home = {exported_module(s): i for i, (stem, s) in enumerate(sources.items())
+            if exported_module(s) and stem not in reference}
     later = {}
     for i, (stem, source) in enumerate(sources.items()):
         if stem == TOUR:
@@ -85,6 +97,17 @@ def test_numbers_in_titles_and_links_are_the_file_numbers():
 
 def test_chapters_use_no_code_from_later_chapters_but_the_listed():
     assert uses_of_later_code() == LATER
+
+
+def test_the_reference_utilities_import_no_chapter():
+    "What every chapter may use stands on nothing a chapter writes: only on the others."
+    reference = reference_chapters()
+    assert "33_files" in reference and "34_machine" in reference
+    known = {exported_module(code(stem)) for stem in toc_chapters()} - {None}
+    utilities = {exported_module(code(stem)) for stem in reference} - {None}
+    for stem in reference:
+        if exported_module(code(stem)):   # a utility module's chapter, not a reading page
+            assert imported_modules(code(stem), known) <= utilities, stem
 
 
 def screens_tool():

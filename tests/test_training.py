@@ -404,7 +404,8 @@ def test_average_state_dicts():
 
 
 def test_a_checkpoint_written_to_a_folder_is_refused_by_name(tmp_path):
-    from transformer_lit.checkpoints import describe_device, write_atomically
+    from transformer_lit.files import write_atomically
+    from transformer_lit.machine import describe_device
     with pytest.raises(IsADirectoryError, match=f"^{tmp_path} is a folder: give the file's name$"):
         write_atomically(tmp_path, lambda f: f.write(b"x"))   # the rename named a temporary file
     assert list(tmp_path.iterdir()) == []   # and nothing is left behind

@@ -110,7 +110,7 @@ def test_token_ids():
         (torch.ones(1, 2, dtype=torch.bool), "integer token ids"),
         (torch.tensor([1, 2]), r"shape \(B, L\)"),
         (torch.zeros(1, 3, dtype=torch.long), "3 positions, more than max_len = 2"),
-        ([[1, 2]], "a tensor of token ids"),
+        ([[1, 2]], "a tensor of integer token ids"),
     ]:
         with pytest.raises(ArgumentError, match=f"^src .*{words}"):
             check_token_ids("src", bad, 4, max_len=2)

@@ -2,8 +2,9 @@
 All You Need" (Vaswani et al. 2017) and trains it to translate English into French.
 
 Each module below is exported from one chapter's notebook (`nbs/NN_*.ipynb`), the
-chapter whose number it carries, and imports only modules of earlier chapters: read
-them in this order.
+chapter whose number it carries, and imports only modules of earlier chapters and the
+Reference part's utilities (files, machine), which any chapter may use: read them in
+this order.
 
 The building blocks
   validate        01  argument checks: one rule per kind of value, one error class
@@ -40,6 +41,28 @@ Speed and serving
   argos           29  the model for Argos Translate and LibreTranslate
   cli.export      30  transformer-lit export
   cli             31  the transformer-lit command
+Reference
+  files           33  the cache folder, a file's hash, atomic writes, bounded reads
+  machine         34  which processor; the GPU attention setting, scoped
+
+Errors and warnings. A caller's mistake in an argument (its type, range, shape or
+choice) is an ArgumentError wherever the package raises it, and names the argument;
+ArgumentError is a ValueError and a TypeError at once, so `except ValueError` still
+catches it. What is wrong outside the arguments has a class of its own:
+  validate.ArgumentError          an argument of the wrong type, range, shape or choice
+  checkpoints.CheckpointError     a checkpoint damaged, not ours, or for another model
+  files.CacheError                the cache folder cannot be used (RuntimeError)
+  corpus.CorpusError              the corpus cannot be fetched or fails its check
+  runs.RendezvousError            the processes of a run cannot meet (names the variable)
+  runs.RunFolderError             a run folder that cannot be used as asked
+  runs.FolderBusy                 a run folder that another process holds
+  cli.shared.CliError             a user's mistake at the command line: one line, exit 2
+  cli.shared.Interrupted          a signal stopped a command: exit 128 + its number
+  inference.InputTruncatedWarning   a sentence longer than the model reads was cut
+  inference.OutputTruncatedWarning  a translation reached its length limit unfinished
+  fast.FastStepFallback           fast_train_step took the plain step for a wrapped model
+Built-in errors keep their meaning: FileNotFoundError, FileExistsError and other OSErrors
+for files and folders, KeyboardInterrupt for Ctrl-C.
 
 To translate with the shipped model (1 John 4:8, a verse held out of its training):
 

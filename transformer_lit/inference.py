@@ -22,10 +22,12 @@ from .cache import KVCache
 from .data import BOS_ID, EOS_ID, SubwordTokenizer
 from .masking import padding_mask
 from .model import Transformer, check_tokens, greedy_decode_uncached
+from .machine import attention_policy
+from .recipe import autocast_for
 from transformer_lit.validate import (
-    ArgumentError, check_bool, check_int, check_number, check_positive_int, check_texts,
+    ArgumentError, check_bool, check_int, check_int_tensor, check_number,
+    check_positive_int, check_texts,
 )
-from .recipe import attention_policy, autocast_for
 
 # %% auto #0
 __all__ = ['Step', 'StepFactory', 'Pick', 'DecodeFn', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_penalty',
@@ -76,12 +78,12 @@ def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id:
     (rows,)."""
     V = model.config.tgt_vocab_size
     if rows is not None and isinstance(max_new_tokens, Tensor):  # one budget per row
-        n = max_new_tokens
-        whole = not (n.is_floating_point() or n.is_complex() or n.dtype == torch.bool)
-        if n.shape != (rows,) or not whole:
+        n = check_int_tensor("max_new_tokens", max_new_tokens, "(B,)", what="counts")
+        if n.shape != (rows,):
             raise ArgumentError(
-                f"max_new_tokens as a tensor must be ({rows},) ints, one "
-                f"per row, got {tuple(n.shape)} {n.dtype}"
+                f"max_new_tokens as a tensor must be ({rows},) counts, one per "
+                    f"row, got "
+                f"{tuple(n.shape)}"
             )
         if rows and int(n.min()) < 0:
             raise ArgumentError(f"max_new_tokens must be >= 0, got {n.tolist()}")
@@ -381,7 +383,6 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
     check_front_door(model, tokenizer)
     check_positive_int("batch_size", batch_size)
     device, max_len = next(model.parameters()).device, model.config.max_len
-    attention_policy(device)
     encoded = tokenizer.encode(list(sentences))  # once: a sentence may be long
     tokens = [len(x) for x in encoded]
     ids = [x[: max_len - 1] + [EOS_ID] for x in encoded]
@@ -393,7 +394,7 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
             chunk = order[k : k + batch_size]
             src = _pad_rows([ids[i] for i in chunk], model.config.pad_id).to(device)
             limit = torch.tensor([limits[i] for i in chunk], device=device)
-            with autocast_for(device):
+            with autocast_for(device), attention_policy(device):  # chapters 10, 34
                 rows = decode(src, limit)
             for r, i in enumerate(chunk):
                 out = rows[r][1 : 1 + limits[i]]  # tokenizer.decode stops at eos

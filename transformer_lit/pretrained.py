@@ -11,12 +11,12 @@ from typing import Any
 
 import torch
 
-from .corpus import sha256_of
-from .data import SubwordTokenizer
-from .model import Transformer
 from transformer_lit.checkpoints import (
-    load_checkpoint, model_from_checkpoint, save_checkpoint,
+    CheckpointError, load_checkpoint, model_from_checkpoint, save_checkpoint,
 )
+from .data import SubwordTokenizer
+from .files import sha256_of
+from .model import Transformer
 from .validate import ArgumentError
 
 # %% auto #0
@@ -53,7 +53,7 @@ def load_pretrained(
         )
     got = sha256_of(path)
     if got != PRETRAINED_SHA256:
-        raise ValueError(
+        raise CheckpointError(
             f"{path} is damaged or not the shipped model: sha256 {got}, expected "
             f"{PRETRAINED_SHA256}; reinstall transformer_lit"
         )

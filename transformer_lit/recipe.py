@@ -20,7 +20,7 @@ from transformer_lit.validate import (
 
 # %% auto #0
 __all__ = ['PRESETS', 'BOOK_CPU_STEPS', 'BOOK_GPU_STEPS', 'TrainSettings', 'preset_vocab_size', 'preset_config',
-           'preset_settings', 'book_run', 'autocast_dtype', 'autocast_for', 'attention_policy', 'make_scaler']
+           'preset_settings', 'book_run', 'autocast_dtype', 'autocast_for', 'make_scaler']
 
 # %% ../nbs/10_recipe.ipynb #39f028c7
 @dataclass(frozen=True)
@@ -182,14 +182,6 @@ def autocast_for(
         if dtype is not None
         else contextlib.nullcontext()
     )
-
-
-def attention_policy(device: torch.device) -> None:
-    """On CUDA, keep scaled_dot_product_attention off cuDNN's kernel (see the text);
-    elsewhere nothing."""
-    # benchmarks, fit, translate and the command line all call this
-    if device.type == "cuda":
-        torch.backends.cuda.enable_cudnn_sdp(False)
 
 
 def make_scaler(device: torch.device, settings: TrainSettings) -> torch.amp.GradScaler:

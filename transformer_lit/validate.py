@@ -27,7 +27,7 @@ def _shown(value: object, width: int = 60) -> str:
 
 # %% auto #0
 __all__ = ['ArgumentError', 'check_int', 'check_positive_int', 'check_number', 'check_probability', 'check_bool', 'check_choice',
-           'check_path', 'check_texts', 'check_token_ids']
+           'check_path', 'check_texts', 'check_int_tensor', 'check_token_ids']
 
 # %% ../nbs/01_validate.ipynb #f480c43a
 def _int_words(low: int | None, high: int | None) -> str:
@@ -154,25 +154,46 @@ def check_texts(name: str, values: object) -> list[str]:
     return texts
 
 # %% ../nbs/01_validate.ipynb #48c90446
+def check_int_tensor(
+    name: str, value: object, shape: str | None = None, what: str = "integer token ids"
+) -> Tensor:
+    """value, if it is a tensor of integers (not floating point, complex or bool)
+    with as many dimensions as shape names ("(B, L)"; None: any); else ArgumentError
+    naming `name`. No look at the values: no wait for a GPU."""
+    if not isinstance(value, Tensor):
+        where = f" {shape}" if shape else ""
+        raise ArgumentError(
+            f"{name} must be a tensor of {what}{where}, got {type(value).__name__}"
+        )
+    if shape is not None:
+        dims = len([d for d in shape.strip("()").split(",") if d.strip()])
+        if value.dim() != dims:
+            raise ArgumentError(
+                f"{name} must have shape {shape}, got {tuple(value.shape)}"
+            )
+    if (
+        value.dtype.is_floating_point
+        or value.dtype.is_complex
+        or (value.dtype == torch.bool)
+    ):
+        raise ArgumentError(f"{name} must hold {what}, got {value.dtype}")
+    return value
+
+
 def check_token_ids(
     name: str, tokens: object, vocab_size: int, max_len: int | None = None
 ) -> Tensor:
     """tokens, if it is an integer tensor (B, L) with ids in [0, vocab_size) and, if
     given, L <= max_len; else ArgumentError naming `name`. Reads the values: one host
     sync on a GPU, so call it where ids enter, not in every step."""
-    if not isinstance(tokens, Tensor):
-        raise ArgumentError(f"{name} must be a tensor of token ids (B, L), got "
-                            f"{type(tokens).__name__}")
-    if tokens.dtype.is_floating_point or tokens.dtype.is_complex or (
-        tokens.dtype == torch.bool
-    ):
-        raise ArgumentError(f"{name} must hold integer token ids, got {tokens.dtype}")
-    if tokens.dim() != 2:
-        raise ArgumentError(f"{name} must have shape (B, L), got {tuple(tokens.shape)}")
+    check_int_tensor(name, tokens, "(B, L)")
     if max_len is not None and tokens.shape[1] > max_len:
-        raise ArgumentError(f"{name} has {tokens.shape[1]} positions, more than "
-                            f"max_len = {max_len}")
+        raise ArgumentError(
+            f"{name} has {tokens.shape[1]} positions, more than max_len = {max_len}"
+        )
     if tokens.numel() and not bool(((tokens >= 0) & (tokens < vocab_size)).all()):
-        raise ArgumentError(f"{name} must hold ids in [0, {vocab_size}), got "
-                            f"{int(tokens.min())}..{int(tokens.max())}")
+        raise ArgumentError(
+            f"{name} must hold ids in [0, {vocab_size}), got "
+            f"{int(tokens.min())}..{int(tokens.max())}"
+        )
     return tokens

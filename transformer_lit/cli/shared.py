@@ -17,12 +17,13 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoints import load_checkpoint, model_from_checkpoint
+from transformer_lit.checkpoints import (
+    CheckpointError, load_checkpoint, model_from_checkpoint,
+)
 from ..corpus import VERSIONS
 from ..data import PAD_ID, SubwordTokenizer
 from ..model import Transformer
 from ..pretrained import load_pretrained
-from ..recipe import attention_policy
 from ..training import TrainState
 
 # %% auto #0
@@ -150,7 +151,6 @@ def device_from_args(args: argparse.Namespace) -> torch.device:
             f"--threads must lie in 1..{cpus} (this machine's CPUs), got {args.threads}"
         )
     device = pick_device(args.device)
-    attention_policy(device)  # chapter 13: no cuDNN attention on CUDA
     threads = args.threads or (1 if device.type == "cuda" else None)
     if threads is not None:
         torch.set_num_threads(threads)
@@ -285,15 +285,15 @@ def load_model(
 
 # %% ../../nbs/22_cli_shared.ipynb #5e7d2b19
 def checked_state(state: TrainState) -> TrainState:
-    "state, if its counters are counts and its times are times; else ValueError."
+    "state, if its counters are counts and its times are times; else CheckpointError."
     for name in ("step", "epoch", "batch_in_epoch", "tokens"):
         value = getattr(state, name)
         if type(value) is not int or value < 0:
-            raise ValueError(f"{name} is {value!r}")
+            raise CheckpointError(f"{name} is {value!r}")
     for name in ("seconds", "train_seconds"):
         value = getattr(state, name)
         if type(value) not in (int, float) or not 0 <= value < float("inf"):
-            raise ValueError(f"{name} is {value!r}")
+            raise CheckpointError(f"{name} is {value!r}")
     return state
 
 
@@ -305,7 +305,7 @@ def load_optimizer(optimizer: torch.optim.Optimizer, saved: dict, path: Path) ->
             for p in group["params"]:
                 for t in optimizer.state.get(p, {}).values():
                     if torch.is_tensor(t) and t.dim() and t.shape != p.shape:
-                        raise ValueError("its moments do not fit the model")
+                        raise CheckpointError("its moments do not fit the model")
 
 
 def saved_state(path: Path, ckpt: dict, model: Transformer) -> TrainState:
@@ -317,5 +317,5 @@ def saved_state(path: Path, ckpt: dict, model: Transformer) -> TrainState:
         state.snapshots = [(int(step), dict(w)) for step, w in ckpt["snapshots"]]
         if any({k: v.shape for k, v in w.items()} != shapes
                for _, w in state.snapshots):
-            raise ValueError("a snapshot does not fit the model")
+            raise CheckpointError("a snapshot does not fit the model")
     return state

@@ -23,7 +23,6 @@ from tqdm import tqdm
 
 from transformer_lit.checkpoints import (
     average_state_dicts, restore_rng_states, run_record, save_checkpoint,
-    write_atomically,
 )
 from transformer_lit.cli.shared import (
     CliError, add_device_options, as_options, check_compiler, damaged, device_from_args,
@@ -31,8 +30,9 @@ from transformer_lit.cli.shared import (
     signals_interrupt, version_codes,
 )
 from transformer_lit.corpus import (
-    ENGLISH_VERSIONS, FRENCH_VERSIONS, CorpusError, load_verses, version_pairs,
+    ENGLISH_VERSIONS, FRENCH_VERSIONS, load_verses, version_pairs,
 )
+from ..files import CacheError, write_atomically
 from transformer_lit.data import (
     SPECIAL_PIECES, SubwordTokenizer, encode_pairs, make_batches, reference_set,
     split_by_book, train_tokenizer,
@@ -306,7 +306,7 @@ def _prepare(args: argparse.Namespace, out: Path, world: World, held: list) -> _
         dist.barrier()  # wait for rank 0 to extract and cache the corpus (one writer)
     try:
         splits = split_by_book(load_verses())
-    except CorpusError as e:  # the download or the cache: the message says what to do
+    except CacheError as e:  # the download or the cache: the message says what to do
         raise CliError(str(e)) from e
     if world.size > 1 and world.is_main:
         dist.barrier()
