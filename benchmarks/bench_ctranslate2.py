@@ -188,7 +188,7 @@ def compiled_greedy(model: Transformer, src: Tensor, n: int) -> Tensor:
 
 
 def _int8(a) -> object:
-    "An Affine of FastDecoder (float weights, W^T stored) as fbgemm's prepacked int8 matrix, one scale per row."
+    "An PackedLinear of FastDecoder (float weights, W^T stored) as fbgemm's prepacked int8 matrix, one scale per row."
     w = a.weight.t().contiguous()                                     # (out, in)
     scale = (w.abs().amax(1) / 127).clamp(min=1e-12).double()
     q = torch.quantize_per_channel(w, scale, torch.zeros(w.shape[0], dtype=torch.long), 0, torch.qint8)

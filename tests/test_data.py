@@ -18,7 +18,7 @@ from transformer_lit.corpus import (CorpusError, Verse, extract_pairs, extract_v
                                     read_verses_tsv, version_pairs, write_verses_tsv)
 from transformer_lit.data import (BOS_ID, EOS_ID, PAD_ID, UNK_ID, Batch, EncodedPair,
                                   SubwordTokenizer, collate, encode_pairs, make_batches,
-                                  plan_batches, split_by_book, train_tokenizer)
+                                  group_by_length, split_by_book, train_tokenizer)
 
 # (book, chapter, verse): (raw WEB, raw LSG, cleaned WEB, cleaned LSG), with the markup of the real data.
 VERSES = {
@@ -359,9 +359,9 @@ def test_batches_group_similar_lengths():
 def test_batch_order_is_seeded():
     examples = random_examples(300, 5)
     lengths = [max(len(e.src), len(e.tgt)) + 1 for e in examples]
-    assert plan_batches(lengths, 256, seed=7) == plan_batches(lengths, 256, seed=7)
-    assert plan_batches(lengths, 256, seed=7) != plan_batches(lengths, 256, seed=8)
-    assert plan_batches([], 256) == [] and list(make_batches([], max_tokens=256)) == []
+    assert group_by_length(lengths, 256, seed=7) == group_by_length(lengths, 256, seed=7)
+    assert group_by_length(lengths, 256, seed=7) != group_by_length(lengths, 256, seed=8)
+    assert group_by_length([], 256) == [] and list(make_batches([], max_tokens=256)) == []
 
 
 def test_budget_smaller_than_an_example_is_an_error():

@@ -14,7 +14,7 @@ from transformer_lit.fast import FastStepFallback, fast_train_step, training_ste
 from transformer_lit.fast_decoding import FastDecoder, decoder_for, fast_decoder, fast_step, use_onednn
 from transformer_lit.inference import beam_search, decode_step, greedy_decode, new_cache
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.fast import from_grid, packed_decoder_states, rows_of, to_grid
+from transformer_lit.fast import from_grid, packed_decoder_states, grid_rows, to_grid
 from transformer_lit.recipe import TrainSettings
 from transformer_lit.training import make_optimizer, train_step
 
@@ -261,13 +261,13 @@ def test_packed_decoder_states_equal_decoder_states(config, layout):
 def test_rows_round_trip_and_shortcut():
     "to_grid puts rows back where from_grid took them, zeros elsewhere; a full grid is a view."
     compute = torch.tensor([[True, True, False], [True, False, False]])
-    at = rows_of(compute)
+    at = grid_rows(compute)
     assert at.index.tolist() == [0, 1, 3] and (at.B, at.T) == (2, 3)
     rows = torch.arange(6.0).view(3, 2)
     grid = to_grid(rows, at)
     assert grid.shape == (2, 3, 2) and grid[~compute].eq(0).all()
     assert torch.equal(from_grid(grid, at), rows)
-    full = rows_of(torch.ones(2, 3, dtype=torch.bool))
+    full = grid_rows(torch.ones(2, 3, dtype=torch.bool))
     assert full.index is None
     rows = torch.arange(12.0).view(6, 2)
     assert to_grid(rows, full).data_ptr() == rows.data_ptr()

@@ -20,7 +20,7 @@ from .validate import ArgumentError, check_int, check_texts
 
 # %% auto #0
 __all__ = ['VALID_BOOKS', 'TEST_BOOKS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_PIECES', 'split_by_book',
-           'SubwordTokenizer', 'train_tokenizer', 'EncodedPair', 'encode_pairs', 'Batch', 'collate', 'plan_batches',
+           'SubwordTokenizer', 'train_tokenizer', 'EncodedPair', 'encode_pairs', 'Batch', 'collate', 'group_by_length',
            'batch_plan', 'make_batches', 'reference_set']
 
 # %% ../nbs/12_data.ipynb #b94bb102
@@ -191,7 +191,7 @@ def collate(examples: Sequence[EncodedPair]) -> Batch:
     return Batch(src, tgt_in, tgt_out, torch.tensor([e.index for e in examples]))
 
 # %% ../nbs/12_data.ipynb #4c5e926b
-def plan_batches(
+def group_by_length(
     lengths: Sequence[int], max_tokens: int, seed: int = 0
 ) -> list[list[int]]:
     """Group positions 0..N-1 into batches of similar length with len(batch) * max
@@ -224,7 +224,7 @@ def batch_plan(
     """One epoch's batches as lists of positions in examples, length-bucketed, in seeded
     order, none padded yet: make_batches pads them one at a time."""
     lengths = [max(len(e.src), len(e.tgt)) + 1 for e in examples]
-    return plan_batches(lengths, max_tokens, seed)
+    return group_by_length(lengths, max_tokens, seed)
 
 
 def make_batches(

@@ -36,10 +36,10 @@ from .validate import ArgumentError, check_choice, check_probability
 # %% auto #0
 __all__ = ['ONEDNN_ROWS', 'MEASURED_FILE', 'MEASURED_LIMIT', 'ONEDNN_MARGIN', 'DROPOUT_BITS', 'DROPOUT_LEVELS',
            'SmoothedCrossEntropy', 'smoothed_cross_entropy', 'OneDNNLinear', 'linear', 'onednn_available',
-           'use_onednn_products', 'check_onednn', 'Affine', 'pack_affine', 'affine', 'onednn_measured_faster',
-           'dropped_levels', 'keep_mask', 'FastDropout', 'fast_dropout', 'Rows', 'rows_of', 'to_grid', 'from_grid',
-           'packed_attention', 'packed_ffn', 'packed_decoder_states', 'fast_loss', 'FastStepFallback',
-           'fast_train_step', 'training_step_for']
+           'use_onednn_products', 'check_onednn', 'PackedLinear', 'pack_linear', 'apply_linear',
+           'onednn_measured_faster', 'dropped_levels', 'keep_mask', 'FastDropout', 'fast_dropout', 'GridRows',
+           'grid_rows', 'to_grid', 'from_grid', 'packed_attention', 'packed_ffn', 'packed_decoder_states', 'fast_loss',
+           'FastStepFallback', 'fast_train_step', 'training_step_for']
 
 # %% ../nbs/25_speed.ipynb #d183e068
 class SmoothedCrossEntropy(torch.autograd.Function):
@@ -138,7 +138,7 @@ def linear(
 def onednn_available() -> bool:
     """Whether this PyTorch has oneDNN and the two internal operators used here (the
     product OneDNNLinear calls, the reordering of a weight that decoding multiplies by:
-    pack_affine, below) and both agree with F.linear: checked once, on tiny ones."""
+    pack_linear, below) and both agree with F.linear: checked once, on tiny ones."""
     if not torch.backends.mkldnn.is_available():
         return False
     try:
@@ -183,7 +183,7 @@ def check_onednn(model: nn.Module, onednn: bool | None) -> bool:
     return onednn
 
 # %% ../nbs/25_speed.ipynb #1cfe5565
-class Affine(NamedTuple):
+class PackedLinear(NamedTuple):
     """A linear map x (B, in) -> x W^T + b (B, out), its matrix stored for the kernel
     that multiplies it: W^T contiguous (in, out) for torch.addmm, or W reordered into
     the blocked layout of oneDNN's kernel."""
@@ -193,16 +193,18 @@ class Affine(NamedTuple):
     onednn: bool
 
 
-def pack_affine(
+def pack_linear(
     weight: Tensor, bias: Tensor | None, rows: int, onednn: bool
-) -> Affine:
+) -> PackedLinear:
     "W (out, in) and b (out,) stored for products with rows x in inputs."
     if onednn:  # reordered once, for inputs of this many rows
-        return Affine(bias, torch.ops.mkldnn._reorder_linear_weight(weight, rows), True)
-    return Affine(bias, weight.t().contiguous(), False)  # (in, out)
+        return PackedLinear(
+            bias, torch.ops.mkldnn._reorder_linear_weight(weight, rows), True
+        )
+    return PackedLinear(bias, weight.t().contiguous(), False)  # (in, out)
 
 
-def affine(a: Affine, x: Tensor) -> Tensor:
+def apply_linear(a: PackedLinear, x: Tensor) -> Tensor:
     "x (B, in) @ W^T + b -> (B, out), by the kernel W is stored for."
     if a.onednn:
         return _onednn_product(x, a.weight, a.bias)
@@ -245,8 +247,8 @@ def _time_products(kind: str) -> dict[str, float]:
         else:
             x = torch.randn(32, 256, generator=g)
             b = None if kind == "logits" else torch.zeros(out)
-            packed = {k: pack_affine(w, b, 32, k) for k in (False, True)}
-            run = lambda onednn: affine(packed[onednn], x)
+            packed = {k: pack_linear(w, b, 32, k) for k in (False, True)}
+            run = lambda onednn: apply_linear(packed[onednn], x)
         plain, onednn = _seconds(lambda: run(False), lambda: run(True))
         return {"plain": plain, "onednn": onednn}
     finally:
@@ -369,7 +371,7 @@ def _residual(
     return res.norm(x + fast_dropout(sublayer(x), res.dropout))
 
 # %% ../nbs/25_speed.ipynb #600678c3
-class Rows(NamedTuple):
+class GridRows(NamedTuple):
     """Which positions of a (B, T) grid are computed: `index` into the flattened grid
     (None: all of them) and the grid's B, T."""
 
@@ -378,13 +380,13 @@ class Rows(NamedTuple):
     T: int
 
 
-def rows_of(compute: Tensor) -> Rows:
-    "A bool (B, T) grid, True = compute that position -> its Rows."
+def grid_rows(compute: Tensor) -> GridRows:
+    "A bool (B, T) grid, True = compute that position -> its GridRows."
     index = None if bool(compute.all()) else compute.flatten().nonzero().squeeze(1)
-    return Rows(index, *compute.shape)
+    return GridRows(index, *compute.shape)
 
 
-def to_grid(rows: Tensor, at: Rows) -> Tensor:
+def to_grid(rows: Tensor, at: GridRows) -> Tensor:
     "Packed rows (N, C) -> the (B, T, C) grid, zeros at the positions not computed."
     if at.index is None:
         return rows.view(at.B, at.T, -1)
@@ -392,7 +394,7 @@ def to_grid(rows: Tensor, at: Rows) -> Tensor:
     return grid.index_copy(0, at.index, rows).view(at.B, at.T, -1)
 
 
-def from_grid(grid: Tensor, at: Rows) -> Tensor:
+def from_grid(grid: Tensor, at: GridRows) -> Tensor:
     "The (B, T, C) grid -> its computed rows (N, C), in row-major order."
     rows = grid.flatten(0, 1)
     return rows if at.index is None else rows.index_select(0, at.index)
@@ -407,13 +409,14 @@ def _stacked(x: Tensor, *linears: nn.Linear, onednn: bool = False) -> Tensor:
 def packed_attention(
     mha: MultiHeadAttention,
     rows: Tensor,
-    at: Rows,
+    at: GridRows,
     mask: Tensor,
-    memory: tuple[Tensor, Rows] | None = None,
+    memory: tuple[Tensor, GridRows] | None = None,
     onednn: bool = False,
 ) -> Tensor:
     """mha on packed query rows (N, D) at `at`: self-attention, or attention over
-    memory = (packed rows, their Rows); mask as for mha (True = may attend) -> (N, D).
+    memory = (packed rows, their GridRows); mask as for mha (True = may attend) ->
+    (N, D).
     Projections run on the rows; only the attention itself sees the padded grid."""
     H = mha.n_heads
     if memory is None:  # (N, D) -> (N, 3D) -> grid (B, T, 3D) -> 3 x (B, T, D)
@@ -467,7 +470,7 @@ def packed_decoder_states(
             f"{tgt_in.shape[0]}"
         )
     src_mask = padding_mask(src, config.pad_id)  # (B, 1, 1, S)
-    src_at = rows_of(src != config.pad_id)  # pads are never attended to: skip them
+    src_at = grid_rows(src != config.pad_id)  # pads are never attended to: skip them
     # embedded as the model does (a cheap lookup and sum), then the rows kept
     x = from_grid(model.pos(model.src_embed(src) * math.sqrt(config.d_model)), src_at)
     ffn = partial(packed_ffn, onednn=onednn)  # position-wise: the rows alone
@@ -480,7 +483,7 @@ def packed_decoder_states(
     memory = (model.encoder.norm(x), src_at)
     # a target position is needed if it or a later one is kept (causal attention)
     needed = keep.flip(1).cumsum(1).flip(1) > 0  # (B, T)
-    tgt_at = rows_of(needed)
+    tgt_at = grid_rows(needed)
     causal = causal_mask(tgt_in.shape[1], tgt_in.device)  # (T, T)
     y = model.pos(model.tgt_embed(tgt_in) * math.sqrt(config.d_model))  # (B, T, D)
     y = from_grid(y, tgt_at)  # (N_tgt, D)
@@ -489,8 +492,14 @@ def packed_decoder_states(
             packed_attention, layer.self_attn, at=tgt_at, mask=causal, onednn=onednn
         )
         y = _residual(layer.self_res, y, attend)
-        cross = partial(packed_attention, layer.cross_attn, at=tgt_at, mask=src_mask,
-                        memory=memory, onednn=onednn)
+        cross = partial(
+            packed_attention,
+            layer.cross_attn,
+            at=tgt_at,
+            mask=src_mask,
+            memory=memory,
+            onednn=onednn,
+        )
         y = _residual(layer.cross_res, y, cross)
         y = _residual(layer.ffn_res, y, partial(ffn, layer.ffn))
     y = model.decoder.norm(y)  # (N_tgt, D)

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import fused_attention
-from .fast import Affine, affine, pack_affine
+from .fast import PackedLinear, apply_linear, pack_linear
 from .fast import onednn_available, onednn_measured_faster
 from .cache import KVCache
 from .inference import Step
@@ -27,10 +27,10 @@ __all__ = ['ONEDNN_MIN_ROWS', 'ARGMAX_BLOCK', 'TWO_PASS_MIN_ROWS', 'use_onednn',
            'decoder_for', 'two_pass_argmax']
 
 # %% ../nbs/26_fast_decoding.ipynb #c1e2df19
-def _packed(*linears: nn.Linear, rows: int, onednn: bool) -> Affine:
+def _packed(*linears: nn.Linear, rows: int, onednn: bool) -> PackedLinear:
     "Linears side by side, one product for all: W (sum of outs, in), b (sum of outs,)."
     weight = torch.cat([lin.weight for lin in linears])
-    return pack_affine(weight, torch.cat([lin.bias for lin in linears]), rows, onednn)
+    return pack_linear(weight, torch.cat([lin.bias for lin in linears]), rows, onednn)
 
 
 # fewer rows a step than this: reordering the weights for oneDNN does not pay
@@ -89,7 +89,7 @@ class FastDecoder:
         # the output projection, D -> V: the shared embedding matrix, no bias; its
         # kernel measured on its own (V is wide: oneDNN can win here and not above)
         wide = use_onednn(model, rows, "logits") if onednn is None else onednn
-        self.project = pack_affine(model.tgt_embed.weight, None, rows, wide)
+        self.project = pack_linear(model.tgt_embed.weight, None, rows, wide)
         # the sinusoidal table, added directly (chapter 02's module checks and slices)
         self.pe = model.pos.pe if isinstance(model.pos, PositionalEncoding) else None
         # post-norm: none
@@ -130,23 +130,25 @@ def fast_step(weights: FastDecoder, tokens: Tensor, cache: KVCache) -> Tensor:
     ):
         # masked self-attention: one product for q, k and v, (B, D) -> 3 x (B, H, 1, Dh)
         h = _norm(norms[0], x) if weights.norm_first else x
-        q, k, v = affine(qkv, h).view(B, 3, H, 1, D // H).unbind(1)
+        q, k, v = apply_linear(qkv, h).view(B, 3, H, 1, D // H).unbind(1)
         # into slot t, in place; the filled prefix back: (B, H, t + 1, Dh)
         keys, values, mask = cache.update(i, k, v)
         a = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
-        x = _add_norm(weights, norms[0], x, affine(out, a.reshape(B, D)))
+        x = _add_norm(weights, norms[0], x, apply_linear(out, a.reshape(B, D)))
         # cross-attention over the memory's keys and values, projected once
         h = _norm(norms[1], x) if weights.norm_first else x
-        q = affine(cross_q, h).view(B, H, 1, D // H)
+        q = apply_linear(cross_q, h).view(B, H, 1, D // H)
         a = fused_attention(q, cache.cross_k[i], cache.cross_v[i], cache.memory_mask)
-        x = _add_norm(weights, norms[1], x, affine(cross_out, a.reshape(B, D)))
+        x = _add_norm(weights, norms[1], x, apply_linear(cross_out, a.reshape(B, D)))
         # feed-forward: (B, D) -> (B, F) -> (B, D)
         h = _norm(norms[2], x) if weights.norm_first else x
-        x = _add_norm(weights, norms[2], x, affine(down, act(affine(up, h))))
+        x = _add_norm(
+            weights, norms[2], x, apply_linear(down, act(apply_linear(up, h)))
+        )
     cache.advance()
     if weights.final_norm is not None:  # pre-norm: the stack's final LayerNorm
         x = _norm(weights.final_norm, x)
-    return affine(weights.project, x)  # (B, D) -> (B, V)
+    return apply_linear(weights.project, x)  # (B, D) -> (B, V)
 
 # %% ../nbs/26_fast_decoding.ipynb #33d7732d
 def fast_decoder(model: Transformer, rows: int) -> Step:
