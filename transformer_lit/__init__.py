@@ -64,14 +64,18 @@ catches it. What is wrong outside the arguments has a class of its own:
 Built-in errors keep their meaning: FileNotFoundError, FileExistsError and other OSErrors
 for files and folders, KeyboardInterrupt for Ctrl-C.
 
-To translate with the shipped model (1 John 4:8, a verse held out of its training):
+To translate with the shipped model (1 John 1:9, a verse held out of its training):
 
 >>> from transformer_lit.inference import translate
 >>> from transformer_lit.pretrained import load_pretrained
 >>> model, tokenizer = load_pretrained()
->>> english = "He who doesn't love doesn't know God, for God is love."
+>>> english = ("If we confess our sins, he is faithful and righteous to forgive us the "
+...            "sins, and to cleanse us from all unrighteousness.")
 >>> print(*translate(model, tokenizer, [english]))
-Celui qui n'aime pas ne connaît pas Dieu, car Dieu est aimé.
+Si nous confessons nos péchés, il est fidèle et juste pour nous pardonner les péchés, et pour nous purifier de toute injustice.
+
+It makes mistakes: on 1 John 4:8 it writes "car Dieu est aimé" (God is *loved*) where
+Louis Segond has "car Dieu est amour" (God is love); chapter 20 counts such mistakes.
 """
 
 __version__ = "0.1.0"
