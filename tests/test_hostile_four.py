@@ -3,7 +3,9 @@ printable line per input line, in whatever encoding the terminal has; a store li
 address the user gave."""
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import torch
 
 import pytest
 
@@ -205,3 +208,135 @@ def test_a_refused_out_leaves_no_folder_behind(tmp_path, capsys, cache):
 def test_an_empty_export_folder_is_refused_by_name(engine, capsys):
     "export ctranslate2 '' was taken as the current folder, where train --out '' is refused."
     assert_one_line_error(*run(["export", engine, ""], capsys), "OUT must name a folder")
+
+
+# --- the cache folder (files.cache_dir) -----------------------------------------------------
+
+@pytest.mark.parametrize("given, said", [
+    ("~nosuchuser-transformer-lit/cache", "home folder does not exist"),
+    ("dangling", "a link to nothing"),
+])
+def test_a_cache_folder_that_cannot_be_is_one_line(given, said, tmp_path, monkeypatch, capsys):
+    "~nosuchuser was a RuntimeError traceback; a dangling link was '(File exists)'."
+    from transformer_lit import files
+    if given == "dangling":
+        (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+        given = str(tmp_path / "dangling")
+    monkeypatch.setenv(files.CACHE_ENV, given)
+    with pytest.raises(files.CacheError, match=said):
+        files.cache_dir()
+    argv = ["train", *TINY, "--steps", "2", "--out", str(tmp_path / "run")]
+    assert_one_line_error(*run(argv, capsys), said, files.CACHE_ENV)
+
+
+# --- weights that are not numbers (checkpoints.checked_config) ------------------------------
+
+@pytest.mark.parametrize("spoil, said", [
+    (lambda t: t.to_sparse(), "is sparse"),
+    (lambda t: torch.full_like(t, float("nan")), "NaN or infinite"),
+    (lambda t: torch.full_like(t, float("inf")), "NaN or infinite"),
+    (lambda t: t.to(torch.complex64), "dtype torch.complex64"),
+    (lambda t: t.to(torch.int64), "dtype torch.int64"),
+    (lambda t: t.bool(), "dtype torch.bool"),
+])
+def test_weights_that_are_not_dense_finite_floats_are_refused(spoil, said, tmp_path, capsys):
+    """Re-signed checksums around a sparse weight (a traceback from the checksum), NaN or
+    infinite weights (empty translations, exit 0), complex, int or bool weights (taken)."""
+    from transformer_lit.checkpoints import (
+        CheckpointError, model_from_checkpoint,
+    )
+    from transformer_lit.model import Transformer, TransformerConfig
+    model = Transformer(TransformerConfig.tiny(20, 20))
+    ckpt = {"config": dataclasses.asdict(model.config),
+            "model": dict(model.state_dict())}
+    name = "src_embed.weight"
+    ckpt["model"][name] = spoil(ckpt["model"][name])
+    with pytest.raises(CheckpointError, match=said):
+        model_from_checkpoint(ckpt)
+
+
+# --- a crafted Argos package (argos.offline_home) -------------------------------------------
+
+def _package(path: Path, metadata: bytes, compress: bool = False) -> Path:
+    "A zip with to_argos's marker and the given metadata.json."
+    import zipfile
+
+    from transformer_lit.argos import FOLDER
+    from transformer_lit.export import EXPORT_MARKER
+    kind = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(path, "w", kind) as z:
+        z.writestr(f"{FOLDER}/{EXPORT_MARKER}", "metadata.json\n")
+        z.writestr(f"{FOLDER}/metadata.json", metadata)
+    return path
+
+
+@pytest.mark.parametrize("metadata, said", [
+    (b'{"from_code": "../../../../escaped", "to_code": "fr"}', "from_code is '../../"),
+    (b'{"from_code": "/tmp/abs", "to_code": "fr"}', "from_code is '/tmp/abs'"),
+    (b'{"from_code": "en", "to_code": ["fr"]}', "to_code is ['fr']"),
+    (b'["en", "fr"]', "not a JSON object"),
+    (b'{"to_code": "fr"}', "from_code is None"),
+    (b"not json", "not JSON"),
+    (b"{" + b" " * (1 << 20) + b"}", "more than 65,536 bytes"),
+])
+def test_a_crafted_argos_package_writes_nothing_outside_home(metadata, said, tmp_path):
+    """from_code '../../../../escaped' or an absolute path wrote files outside home; a list,
+    a missing code or not JSON gave TypeError/KeyError/JSONDecodeError naming no package; a
+    metadata.json that inflates to a MiB was read whole."""
+    from transformer_lit import argos
+    package = _package(tmp_path / "p.argosmodel", metadata, compress=True)
+    home = tmp_path / "a" / "b" / "c" / "d" / "home"
+    with pytest.raises(ArgumentError, match=f"package {package}.*{re.escape(said)}"):
+        argos.offline_home(package, home)
+    assert not (tmp_path / "a").exists() and not Path("/tmp/abs.onnx").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.argosmodel"]
+
+
+# --- export folders (export.write_export_folder) --------------------------------------------
+
+def _export(out: Path, files: dict[str, str], private: bool = False) -> None:
+    from transformer_lit.export import write_export_folder
+
+    def save(folder: Path) -> None:
+        for name, text in files.items():
+            (folder / name).write_text(text)
+            if private:   # as safetensors writes model.safetensors: 0o600
+                (folder / name).chmod(0o600)
+
+    write_export_folder(out, save)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_an_export_has_the_modes_the_umask_asks_for(umask, tmp_path):
+    "model.safetensors was 0o600 beside 0o644 files under umask 022."
+    old = os.umask(umask)
+    try:
+        _export(tmp_path / "out", {"model.safetensors": "w", "config.json": "{}"}, True)
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "out").iterdir()}
+    assert set(modes.values()) == {0o666 & ~umask}, modes
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o777 & ~umask
+
+
+def test_force_over_a_changed_export_changes_nothing_before_it_is_refused(tmp_path):
+    "A file of the earlier export now a folder: model.bin was replaced, then refused."
+    out = tmp_path / "out"
+    _export(out, {"model.bin": "old", "vocab.json": "old"})
+    (out / "vocab.json").unlink()
+    (out / "vocab.json").mkdir()
+    with pytest.raises(FileExistsError, match="vocab.json is a folder"):
+        _export(out, {"model.bin": "new", "vocab.json": "new"})
+    assert (out / "model.bin").read_text() == "old"
+    assert not [p for p in tmp_path.iterdir() if p.name != "out"]   # no temporary left
+
+
+def test_force_over_another_engines_export_leaves_none_of_its_files(tmp_path):
+    "huggingface over a CTranslate2 export left model.bin and its vocabulary behind."
+    out = tmp_path / "out"
+    _export(out, {"model.bin": "ct2", "shared_vocabulary.json": "ct2", "README.md": "ct2"})
+    (out / "mine.txt").write_text("the user's")   # not the export's: stays
+    _export(out, {"model.safetensors": "hf", "README.md": "hf"})
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".transformer-lit-export", "README.md", "mine.txt", "model.safetensors"]
+    assert (out / "README.md").read_text() == "hf"

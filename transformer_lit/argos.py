@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import zipfile
 from pathlib import Path
@@ -22,8 +23,9 @@ from .model import Transformer
 from .validate import ArgumentError, check_bool, check_path
 
 # %% auto #0
-__all__ = ['ARGOS_EXTRA', 'SOURCE', 'TARGET', 'SUFFIX', 'FOLDER', 'UNITS', 'ENDS', 'GAPS', 'require_onnx', 'splitter_graph',
-           'sentence_splitter', 'package_metadata', 'check_package_path', 'to_argos', 'offline_home']
+__all__ = ['ARGOS_EXTRA', 'SOURCE', 'TARGET', 'SUFFIX', 'FOLDER', 'UNITS', 'ENDS', 'GAPS', 'METADATA_LIMIT', 'LANGUAGE_CODE',
+           'require_onnx', 'splitter_graph', 'sentence_splitter', 'package_metadata', 'check_package_path', 'to_argos',
+           'offline_home']
 
 # %% ../nbs/29_argos.ipynb #2a87c641
 ARGOS_EXTRA = "pip install 'transformer-lit[argos]'"  # the package's optional extra
@@ -206,16 +208,50 @@ def to_argos(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
     return path
 
 # %% ../nbs/29_argos.ipynb #8568e2d3
+METADATA_LIMIT = 1 << 16  # bytes: our metadata.json is a few hundred
+LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")  # ISO 639-1 or -2: a file name, never a path
+
+
+def _metadata_problem(raw: bytes) -> str | None:
+    "What is wrong with a package's metadata.json, or None."
+    if len(raw) > METADATA_LIMIT:
+        return f"more than {METADATA_LIMIT:,} bytes"
+    try:
+        metadata = json.loads(raw.decode("utf-8"))
+    except ValueError as e:  # not UTF-8, or not JSON
+        return f"not JSON ({e})"
+    if not isinstance(metadata, dict):
+        return "not a JSON object"
+    for key in ("from_code", "to_code"):
+        code = metadata.get(key)
+        if not isinstance(code, str) or not LANGUAGE_CODE.fullmatch(code):
+            return f"its {key} is {code!r}, not a language code"
+    return None
+
+
+def _checked_metadata(package: Path) -> dict:
+    """The metadata of a package to_argos wrote, read with a bound: a dict whose
+    from_code and to_code are language codes; ArgumentError naming package otherwise."""
+    if not _written_by_to_argos(package):
+        raise ArgumentError(f"package {package} is not a package that to_argos wrote")
+    try:
+        with zipfile.ZipFile(package) as z, z.open(f"{FOLDER}/metadata.json") as f:
+            raw = f.read(METADATA_LIMIT + 1)  # zipfile stops at the declared size too
+    except (KeyError, OSError, zipfile.BadZipFile) as e:  # no such entry, a bad zip
+        raise ArgumentError(f"package {package} has no readable metadata.json ({e})")
+    problem = _metadata_problem(raw)
+    if problem:
+        raise ArgumentError(f"package {package} has unusable metadata.json: {problem}")
+    return json.loads(raw)
+
+
 def offline_home(package: str | Path, home: str | Path) -> dict[str, str]:
     """Prepare folder home for Argos Translate and LibreTranslate with no network and
     return the environment variables that point them at it: their folders, greedy
     float32 decoding, a package index (file://) listing package, MiniSBD's cache
     filled with our splitter. Install the package with Argos's install_from_path."""
     package, home = Path(package), Path(home).absolute()
-    if not _written_by_to_argos(package):
-        raise ArgumentError(f"package {package} is not a package that to_argos wrote")
-    with zipfile.ZipFile(package) as z:
-        metadata = json.loads(z.read(f"{FOLDER}/metadata.json"))
+    metadata = _checked_metadata(package)
     (home / "index").mkdir(parents=True, exist_ok=True)
     (home / "index" / "index.json").write_text(json.dumps([metadata]), encoding="utf-8")
     cache = home / "data" / "argos-translate" / "minisbd"  # Argos sets MiniSBD's cache

@@ -227,6 +227,10 @@ def checked_config(ckpt: dict[str, Any], weights: str = "model") -> TransformerC
         isinstance(t, Tensor) for t in state.values()
     ):
         raise CheckpointError(f"its {weights!r} entry is not a dict of tensors")
+    for name, t in state.items():  # dense floating-point numbers, before any is read
+        if t.layout != torch.strided or not t.is_floating_point():
+            kind = "sparse" if t.layout != torch.strided else f"of dtype {t.dtype}"
+            raise CheckpointError(f"weight {name} is {kind}: weights are dense floats")
     stored = sum(t.numel() * t.element_size() for t in state.values())
     # no weight describes max_len: bound its table (max_len, D) of float32 by the
     # weights' size, or by TABLE_BYTES for a model with few weights
@@ -245,6 +249,9 @@ def checked_config(ckpt: dict[str, Any], weights: str = "model") -> TransformerC
                 f"weight {name} has shape {got} in the file, the config needs "
                 f"{expected.get(name)}"
             )
+    bad = next((k for k, t in state.items() if not bool(torch.isfinite(t).all())), None)
+    if bad is not None:  # a model of NaN translates every sentence into nothing
+        raise CheckpointError(f"weight {bad} holds NaN or infinite values")
     return config
 
 # %% ../nbs/14_checkpoints.ipynb #bdf6aabb

@@ -246,10 +246,31 @@ def check_export_folder(out: str | Path, force: bool) -> Path:
     return out
 
 
+def _earlier_files(out: Path) -> list[str]:
+    "The names of the files an earlier export wrote in out, as its marker lists them."
+    marker = out / EXPORT_MARKER
+    if not marker.is_file():
+        return []
+    names = marker.read_text(encoding="utf-8").split()
+    return [name for name in names if "/" not in name and name not in ("", ".", "..")]
+
+
+def _check_targets(tmp: Path, out: Path) -> None:
+    """FileExistsError, before anything in out changes, if a file of the new export
+    would replace a folder in out (or a folder a file)."""
+    for f in tmp.iterdir():
+        target = out / f.name
+        if target.exists() and target.is_dir() != f.is_dir():
+            kind = ("a folder", "a file") if f.is_file() else ("a file", "a folder")
+            raise FileExistsError(f"{target} is {kind[0]}; the export writes {kind[1]} "
+                                  "there")
+
+
 def write_export_folder(out: Path, save: Callable[[Path], None]) -> None:
     """save(folder) fills a new temporary folder beside out, which then becomes out (or
-    its files move into an existing out) with EXPORT_MARKER naming them: no half-written
-    export, the umask's mode, errors named by out."""
+    its files replace an earlier export's in out, whose other files go) with
+    EXPORT_MARKER naming them: no half-written export, the umask's modes, errors named
+    by out."""
     made = [p for p in out.parents if not p.exists()]  # nearest first; gone on failure
     out.parent.mkdir(parents=True, exist_ok=True)
     # a short name of its own: `.{out.name}...` would pass 255 bytes for a long OUT
@@ -261,13 +282,21 @@ def write_export_folder(out: Path, save: Callable[[Path], None]) -> None:
         (tmp / EXPORT_MARKER).write_text("\n".join(names) + "\n", encoding="utf-8")
         umask = os.umask(0o022)
         os.umask(umask)
-        tmp.chmod(0o777 & ~umask)  # as mkdir would make it, not mkdtemp's 0o700
+        for f in [tmp, *tmp.rglob("*")]:  # as open and mkdir make them: not 0o600
+            f.chmod((0o777 if f.is_dir() else 0o666) & ~umask)
         if not out.exists():
             os.replace(tmp, out)
-        else:
-            for f in tmp.iterdir():  # --force: replace our files, leave the rest
+        else:  # --force over an earlier export: checked, then replaced file by file
+            _check_targets(tmp, out)
+            stale = set(_earlier_files(out)) - set(names)
+            for f in tmp.iterdir():
                 os.replace(f, out / f.name)
+            for name in stale:  # the earlier export's files this one does not write
+                with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                    (out / name).unlink()
         done = True
+    except FileExistsError:  # _check_targets: its message names the file
+        raise
     except OSError as e:  # named by OUT, not by the hidden temporary folder
         raise OSError(e.errno, e.strerror, str(out)) from e
     finally:

@@ -33,9 +33,15 @@ def cache_dir() -> Path:
             f"the home folder {Path.home()} does not exist; set ${CACHE_ENV} to a "
             "folder for the cache"
         )
-    folder = Path(
-        os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "transformer_lit"
-    ).expanduser()
+    given = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "transformer_lit"
+    try:
+        folder = Path(given).expanduser()
+    except RuntimeError as e:  # ~someone whose home folder cannot be found
+        raise CacheError(f"${CACHE_ENV} is {given}, whose home folder does not exist; "
+                         "set it to a folder") from e
+    if folder.is_symlink() and not folder.exists():
+        raise CacheError(f"the cache folder {folder} is a link to nothing; set "
+                         f"${CACHE_ENV} to a folder")
     if folder.exists() and not folder.is_dir():
         raise CacheError(
             f"the cache folder {folder} is a file; set ${CACHE_ENV} to a folder"
