@@ -753,7 +753,7 @@ def decoder_layer() -> Svg:
 def attention_sites_masks() -> Svg:
     svg = Svg(640, "The three attention sites and their masks", (
         "Three masks for chapter 04's first sentence pair: source 'the cat sat' padded to "
-        "S = 5, target '<bos> le chat s’assit' padded to T = 6; rows are queries, columns are "
+        "S = 5, target '<s> le chat s’assit' padded to T = 6; rows are queries, columns are "
         "keys, blue means may attend (True), grey blocked (False). Encoder self-attention: "
         "source queries and keys, padding_mask(src, pad), shape (B, 1, 1, S): the two padding "
         "columns are blocked for every row. Decoder masked self-attention: target queries and "
@@ -768,7 +768,7 @@ def attention_sites_masks() -> Svg:
     grid(svg, 350, ly - 8, 16, [[BLOCKED]], name="legend")
     svg.text(374, ly, "blocked (False)", SMALL, anchor="start")
     src = ["the", "cat", "sat", "<pad>", "<pad>"]
-    tgt = ["<bos>", "le", "chat", "s’assit", "<pad>", "<pad>"]
+    tgt = ["<s>", "le", "chat", "s’assit", "<pad>", "<pad>"]
     src_real = [t != "<pad>" for t in src]
     tgt_real = [t != "<pad>" for t in tgt]
     causal_and_padding = [[real and j <= i for j, real in enumerate(tgt_real)]
