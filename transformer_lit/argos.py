@@ -212,23 +212,6 @@ METADATA_LIMIT = 1 << 16  # bytes: our metadata.json is a few hundred
 LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")  # ISO 639-1 or -2: a file name, never a path
 
 
-def _metadata_problem(raw: bytes) -> str | None:
-    "What is wrong with a package's metadata.json, or None."
-    if len(raw) > METADATA_LIMIT:
-        return f"more than {METADATA_LIMIT:,} bytes"
-    try:
-        metadata = json.loads(raw.decode("utf-8"))
-    except ValueError as e:  # not UTF-8, or not JSON
-        return f"not JSON ({e})"
-    if not isinstance(metadata, dict):
-        return "not a JSON object"
-    for key in ("from_code", "to_code"):
-        code = metadata.get(key)
-        if not isinstance(code, str) or not LANGUAGE_CODE.fullmatch(code):
-            return f"its {key} is {code!r}, not a language code"
-    return None
-
-
 def _checked_metadata(package: Path) -> dict:
     """The metadata of a package to_argos wrote, read with a bound: a dict whose
     from_code and to_code are language codes; ArgumentError naming package otherwise."""
@@ -239,10 +222,22 @@ def _checked_metadata(package: Path) -> dict:
             raw = f.read(METADATA_LIMIT + 1)  # zipfile stops at the declared size too
     except (KeyError, OSError, zipfile.BadZipFile) as e:  # no such entry, a bad zip
         raise ArgumentError(f"package {package} has no readable metadata.json ({e})")
-    problem = _metadata_problem(raw)
-    if problem:
-        raise ArgumentError(f"package {package} has unusable metadata.json: {problem}")
-    return json.loads(raw)
+    unusable = f"package {package} has unusable metadata.json"
+    if len(raw) > METADATA_LIMIT:
+        raise ArgumentError(f"{unusable}: more than {METADATA_LIMIT:,} bytes")
+    try:
+        metadata = json.loads(raw.decode("utf-8"))
+    except ValueError as e:  # not UTF-8, or not JSON
+        raise ArgumentError(f"{unusable}: not JSON ({e})") from e
+    if not isinstance(metadata, dict):
+        raise ArgumentError(f"{unusable}: not a JSON object")
+    for key in ("from_code", "to_code"):
+        code = metadata.get(key)
+        if not isinstance(code, str) or not LANGUAGE_CODE.fullmatch(code):
+            raise ArgumentError(
+                f"{unusable}: its {key} is {code!r}, not a language code"
+            )
+    return metadata
 
 
 def offline_home(package: str | Path, home: str | Path) -> dict[str, str]:
@@ -259,8 +254,11 @@ def offline_home(package: str | Path, home: str | Path) -> dict[str, str]:
     for code in (metadata["from_code"], metadata["to_code"]):
         (cache / f"{code}.onnx").write_bytes(sentence_splitter(code))
     return dict(
-        XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_CONFIG_HOME=str(home / "config"),
         XDG_CACHE_HOME=str(home / "cache"),
         ARGOS_PACKAGES_DIR=str(home / "data" / "argos-translate" / "packages"),
         ARGOS_PACKAGE_INDEX=(home / "index").as_uri() + "/",
-        ARGOS_BEAM_SIZE="1", ARGOS_COMPUTE_TYPE="float32")
+        ARGOS_BEAM_SIZE="1",
+        ARGOS_COMPUTE_TYPE="float32",
+    )

@@ -49,7 +49,8 @@ def quantizations() -> tuple[str, ...]:
 
 
 def check_quantization(quantization: str | None) -> None:
-    "ValueError naming the accepted types unless quantization is None or one of them."
+    """ArgumentError naming the accepted types unless quantization is None or one of
+    them."""
     require_ctranslate2()
     if quantization is not None and quantization not in quantizations():
         raise ArgumentError(
@@ -252,7 +253,7 @@ def _earlier_files(out: Path) -> list[str]:
     if not marker.is_file():
         return []
     names = marker.read_text(encoding="utf-8").split()
-    return [name for name in names if "/" not in name and name not in ("", ".", "..")]
+    return [name for name in names if "/" not in name and name not in (".", "..")]
 
 
 def _check_targets(tmp: Path, out: Path) -> None:

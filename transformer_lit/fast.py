@@ -168,7 +168,7 @@ def use_onednn_products(model: nn.Module) -> bool:
 
 
 def check_onednn(model: nn.Module, onednn: bool | None) -> bool:
-    "onednn, or use_onednn_products(model) if None; ValueError where it cannot run."
+    "onednn, or use_onednn_products(model) if None; ArgumentError where it cannot run."
     if onednn is None:
         return use_onednn_products(model)
     if not isinstance(onednn, bool):
