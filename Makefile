@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 MATHJAX := _build/mathjax_static/mathjax/tex-chtml.js
 PORT ?= 8000
 
-.PHONY: book site test screenshots nbval-full export notebooks serve benchmarks clean \
+.PHONY: translations book site test screenshots nbval-full export notebooks serve benchmarks clean \
 	venv check-tools lowest
 
 venv: $(STAMP)
@@ -45,14 +45,38 @@ book: export
 
 # The book from the notebooks and package as they are (make test: its tests check that the
 # package is the notebooks' export, so it does not export again).
-site: $(STAMP) $(MATHJAX)
-	rm -rf _build/html _build/jupyter_execute _build/.doctrees
-	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --quiet
+site: $(STAMP) $(MATHJAX) conf.py
+	rm -rf _build/html _build/zh _build/jupyter_execute _build/.doctrees _build/.doctrees-zh
+	# The English book (at the root) and the Chinese one (under zh/: the same sources, their
+	# markdown replaced by the translations of locales/zh_CN) are built at once, one per core.
+	# Chinese search uses the whitespace splitter: Sphinx's own Chinese one triples the build.
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --quiet & en=$$!; \
+	PYTHONPATH=book/_ext $(VENV)/bin/sphinx-build -b html -q -W --keep-going \
+	  -d _build/.doctrees-zh -D language=zh_CN -D html_search_language=en \
+	  -D html_baseurl=$$(sed -n 's/^ *baseurl: *\([^ ]*\).*/\1/p' _config.yml)zh/ \
+	  . _build/zh & zh=$$!; \
+	status=0; wait $$en || status=$$?; wait $$zh || status=$$?; exit $$status
+	mv _build/zh _build/html/zh
 	# Pages served from a branch run Jekyll, which drops _static/ and _images/.
 	touch _build/html/.nojekyll
 	@echo
-	@echo "The book is at $(CURDIR)/_build/html/index.html"
+	@echo "The book is at $(CURDIR)/_build/html/index.html (中文: _build/html/zh/index.html)"
 	@echo "Serve it with: make serve   (then open http://127.0.0.1:$(PORT)/)"
+
+# Sphinx's configuration, written from _config.yml by Jupyter Book (not committed): the
+# Chinese build and the message extraction run Sphinx on it directly.
+conf.py: _config.yml _toc.yml $(STAMP)
+	$(VENV)/bin/jupyter-book config sphinx . >/dev/null
+
+# The translation catalogues, one .po file per page under locales/zh_CN/LC_MESSAGES/, brought
+# up to date with the English: new paragraphs come in empty, changed ones are marked fuzzy
+# (msgmerge), removed ones are dropped. Prints what each catalogue still lacks.
+translations: $(STAMP) conf.py
+	rm -rf _build/gettext
+	PYTHONPATH=book/_ext $(VENV)/bin/sphinx-build -b gettext -q . _build/gettext
+	$(VENV)/bin/sphinx-intl update -p _build/gettext -l zh_CN -d locales -w 0 --no-obsolete \
+	  | grep -v "^Not Changed" || true
+	$(PY) tools/translations.py || true   # a report: the tests hold the reader's path complete
 
 serve:
 	@test -f _build/html/index.html || { echo "error: no book built yet; run: make book"; exit 1; }

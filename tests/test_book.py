@@ -86,10 +86,17 @@ def visit(browser, url: str, shot: Path) -> tuple[object, list[str]]:
     return page, errors
 
 
+# the English book at the site's root, the Chinese one under zh/ (book/_ext/language_switch.py)
+LANGUAGES = {"en": "", "zh": "zh/"}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("doc", PAGES)
-def test_page(browser, server, settings, doc):
-    url = f"{server}/{'index.html' if doc == PAGES[0] else doc + '.html'}"
-    page, errors = visit(browser, url, SHOTS / f"{doc.replace('/', '_')}.png")
+def test_page(browser, server, settings, doc, lang):
+    folder = LANGUAGES[lang]
+    url = f"{server}/{folder}{'index.html' if doc == PAGES[0] else doc + '.html'}"
+    shot = SHOTS / f"{folder.replace('/', '_')}{doc.replace('/', '_')}.png"
+    page, errors = visit(browser, url, shot)
     try:
         assert not errors, f"console errors on {doc}: {errors}"
         text = page.inner_text("article")
@@ -113,6 +120,7 @@ def test_page(browser, server, settings, doc):
         paragraphs = page.eval_on_selector_all("article p", "ps => ps.map(p => p.innerText)")
         assert not tables_as_text(paragraphs), (
             f"{doc}: a markdown table rendered as text: {tables_as_text(paragraphs)}")
+        check_language_switch(page, doc, lang)
         if doc in CHAPTERS:
             check_colab_button(page, settings, doc)
             check_diagrams(page, doc)
@@ -188,6 +196,28 @@ def check_export_labels(page, settings, doc: str) -> None:
             labels = c["labels"]
             assert len(labels) == 1 and target in labels[0]["text"] and labels[0]["w"] > 0, (
                 f"{doc}: exported cell labelled {labels}, expected {target}")
+
+
+def check_language_switch(page, doc: str, lang: str) -> None:
+    "The page links to itself in the other language; a Chinese page is in a CJK font."
+    other = "zh/" if lang == "en" else ""
+    hrefs = page.eval_on_selector_all("p.language-switch a", "els => els.map(e => e.href)")
+    assert len(hrefs) == 1 and hrefs[0].endswith(f"/{other}{doc}.html"), (
+        f"{lang} {doc}: language link {hrefs}, expected .../{other}{doc}.html")
+    want = "zh-CN" if lang == "zh" else "en"
+    assert page.evaluate("document.documentElement.lang") == want
+    if lang == "zh":
+        # the fonts Chromium really drew the first heading with (not what CSS asked for)
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+        node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "article h1"})
+        fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node["nodeId"]})["fonts"]
+        names = [f["familyName"] for f in fonts]
+        if page.evaluate("/[\\u4e00-\\u9fff]/.test(document.querySelector('article h1')"
+                         ".innerText)"):
+            assert any("WenQuanYi" in n for n in names), f"zh {doc}: heading drawn in {names}"
 
 
 def check_colab_button(page, settings, doc: str) -> None:

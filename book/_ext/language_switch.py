@@ -1,0 +1,57 @@
+"""Sphinx extension: the book in two languages, each page linking to itself in the other.
+
+The English book is built at the site's root and the Chinese one under zh/ (the Makefile's
+`site` target: the same sources, with `language = "zh_CN"` and the catalogues of locales/).
+Each page opens with a link to the same page in the other language (`<link rel="alternate"
+hreflang>` in its head too). A Chinese page whose catalogue is not wholly translated (a message
+left empty or marked fuzzy) says so in one line, in Chinese, above its English text.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from babel.messages.pofile import read_po
+
+ZH = "zh_CN"
+ZH_FOLDER = "zh/"
+UNTRANSLATED_NOTE = "本页尚未全部译成中文，未译的段落以英文显示。"
+
+
+@lru_cache(maxsize=None)
+def untranslated(po: Path) -> int:
+    "How many messages of a catalogue have no translation or a fuzzy one (all, if no file)."
+    if not po.exists():
+        return -1
+    with po.open("rb") as f:
+        catalog = read_po(f)
+    return sum(1 for m in catalog if m.id and (not m.string or m.fuzzy))
+
+
+def catalogue(app, pagename: str) -> Path:
+    "The .po file of a page: locales/zh_CN/LC_MESSAGES/<page>.po."
+    locales = Path(app.srcdir, app.config.locale_dirs[0])
+    return locales / ZH / "LC_MESSAGES" / f"{pagename}.po"
+
+
+def add_switch(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    if doctree is None or "body" not in context:   # search, genindex: generated pages
+        return
+    up = "../" * pagename.count("/")
+    if app.config.language == ZH:
+        href, hreflang, text = f"{up}../{pagename}.html", "en", "English"
+    else:
+        href, hreflang, text = f"{up}{ZH_FOLDER}{pagename}.html", "zh-CN", "中文"
+    switch = (f'<p class="language-switch"><a href="{href}" hreflang="{hreflang}" '
+              f'lang="{hreflang}">{text}</a></p>\n')
+    note = ""
+    if app.config.language == ZH and untranslated(catalogue(app, pagename)):
+        note = f'<p class="untranslated-note">{UNTRANSLATED_NOTE}</p>\n'
+    context["body"] = switch + note + context["body"]
+    context["metatags"] = context.get("metatags", "") + (
+        f'\n<link rel="alternate" hreflang="{hreflang}" href="{href}">')
+
+
+def setup(app):
+    app.connect("html-page-context", add_switch)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,157 @@
+"""The Chinese edition's catalogues: how complete each is, and whether it uses the glossary's terms.
+
+Usage: python tools/translations.py [--terms]
+
+Prints, for each catalogue of locales/zh_CN/LC_MESSAGES/ (one per page, written by `make
+translations`), its messages translated, fuzzy and untranslated, as `msgfmt --statistics`
+counts them, and marks the pages that must be complete: the introduction, the glossary and
+every chapter of the reader's path (the parts before Engineering); of the other chapters,
+the section "What to remember". --terms also lists the messages whose English uses a glossary
+term whose Chinese (the glossary's 中文 column) their translation lacks. Exits 1 if a required
+message is missing, or (with --terms) a term.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import polib
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from glossary_anchors import names  # noqa: E402
+from glossary_links import IGNORED, pattern, reader_chapters  # noqa: E402
+
+LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
+WHOLE_PAGES = ["book/intro", "book/glossary"]
+SECTION = "What to remember"
+# (page, start of the English message, English term): where Chinese grammar or sense asks
+# for another word than the glossary's, the reason given
+TERM_EXCEPTIONS: dict[tuple[str, str, str], str] = {}
+
+
+def catalogues() -> dict[str, polib.POFile]:
+    "Every catalogue, by page ('nbs/03_attention', 'book/glossary')."
+    return {str(p.relative_to(LOCALE).with_suffix("")): polib.pofile(str(p))
+            for p in sorted(LOCALE.rglob("*.po"))}
+
+
+def required_pages() -> list[str]:
+    return WHOLE_PAGES + [f"nbs/{stem}" for stem in reader_chapters()]
+
+
+def cell_of(entry: polib.POEntry) -> int | None:
+    "The notebook cell a message comes from (Sphinx numbers a notebook's lines cell*10000+line)."
+    for _, line in entry.occurrences:
+        if line and line.isdigit() and int(line) >= 10000:
+            return int(line) // 10000 - 1
+    return None
+
+
+def section_cells(page: str) -> set[int]:
+    "The cells of a chapter's 'What to remember' section."
+    nb = json.loads((ROOT / f"{page}.ipynb").read_text())
+    cells, inside = set(), False
+    for i, cell in enumerate(nb["cells"]):
+        heads = re.findall(r"(?m)^(#+)\s+(.*)$", "".join(cell["source"])) \
+            if cell["cell_type"] == "markdown" else []
+        for level, title in heads:
+            if title.strip().startswith(SECTION):
+                inside = True
+            elif inside and len(level) <= 2:
+                inside = False
+        if inside or any(t.strip().startswith(SECTION) for _, t in heads):
+            cells.add(i)
+    return cells
+
+
+def required(page: str, po: polib.POFile) -> list[polib.POEntry]:
+    "The messages of a page that must be translated."
+    entries = [e for e in po if not e.obsolete]
+    if page in required_pages():
+        return entries
+    if not page.startswith("nbs/"):
+        return []
+    cells = section_cells(page)
+    if not cells:
+        return []
+    start = min(cells)
+    return [e for e in entries if e.msgid == SECTION or (cell_of(e) or -1) >= start
+            and cell_of(e) in cells]
+
+
+def missing(po_entries: list[polib.POEntry]) -> list[polib.POEntry]:
+    return [e for e in po_entries if not e.msgstr or "fuzzy" in e.flags]
+
+
+def chinese_terms(cell: str) -> list[str]:
+    "The Chinese alternatives of a glossary cell; a leading Latin name counts as one too."
+    out = []
+    for piece in re.split(r"[、/，,]", re.sub(r"（[^）]*）|\([^)]*\)", "", cell)):
+        piece = piece.strip()
+        if piece:
+            out.append(piece)
+            if m := re.match(r"[A-Za-z][\w\- ]*?(?=\s|[^\x00-\x7f]|$)", piece):
+                out.append(m.group(0).strip())
+    return out
+
+
+def glossary_rows() -> list[tuple[list[str], list[str]]]:
+    "(English names, Chinese alternatives) of each glossary row."
+    rows = []
+    for line in (ROOT / "book" / "glossary.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) < 2 or cells[0] == "term" \
+                or set(cells[0]) <= set("-: "):
+            continue
+        english = [n for n in names(cells[0]) if n not in IGNORED]
+        rows.append((english, chinese_terms(cells[1])))
+    return rows
+
+
+def term_misses(page: str, po: polib.POFile) -> list[str]:
+    "Messages of a reader's page that use a glossary term without its Chinese."
+    out = []
+    rows = glossary_rows()
+    for e in po:
+        if not e.msgstr or page == "book/glossary":
+            continue
+        text = re.sub(r"`[^`]*`|\$[^$]*\$|\]\([^)]*\)", " ", e.msgid)
+        for english, chinese in rows:
+            for name in english:
+                if pattern(name).search(text) and not any(c in e.msgstr for c in chinese):
+                    if (page, e.msgid[:40], name) not in TERM_EXCEPTIONS:
+                        out.append(f"{page}: '{name}' ({' / '.join(chinese)}) in: "
+                                   f"{e.msgid[:70]}")
+                    break
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--terms", action="store_true", help="check the glossary's terms")
+    args = parser.parse_args()
+    bad = 0
+    for page, po in catalogues().items():
+        entries = [e for e in po if not e.obsolete]
+        fuzzy = sum("fuzzy" in e.flags for e in entries)
+        untranslated = sum(not e.msgstr for e in entries)
+        need = missing(required(page, po))
+        bad += len(need)
+        mark = "complete" if page in required_pages() else (
+            f"'{SECTION}'" if required(page, po) else "may stay English")
+        print(f"{page:30s} {len(entries) - fuzzy - untranslated:4d} translated {fuzzy:4d} fuzzy "
+              f"{untranslated:4d} untranslated   must be {mark}: {len(need)} missing")
+        if args.terms and page in required_pages():
+            for miss in term_misses(page, po):
+                bad += 1
+                print("   ", miss)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
