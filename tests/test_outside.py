@@ -44,7 +44,7 @@ def test_the_quick_copy_ignores_only_the_tagged_outputs(tmp_path):
 
 
 def test_the_slow_notebooks_start_first():
-    names = ["00_overview", "13_training", "16_inference", "02_positional_encoding"]
+    names = ["01_overview", "13_training", "16_inference", "02_positional_encoding"]
     got = [p.stem for p in nbval_outside.first([Path(f"{n}.ipynb") for n in names])]
     slow = [n for n in nbval_outside.SLOW if n in names]
     assert got == slow + sorted(set(names) - set(slow))

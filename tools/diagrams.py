@@ -15,7 +15,7 @@ would make a reader stumble fails here rather than in a screenshot.
 
 Conventions shared by all diagrams: data flows upwards, as in the paper's figures; colours follow
 the paper's Figure 1 (orange attention, blue feed-forward, yellow add & norm, pink embeddings);
-shapes use the book's letters (chapter 00): B batch, S source length, T target length,
+shapes use the book's letters (chapter 01): B batch, S source length, T target length,
 D = d_model, H heads, Dh = D/H, F = d_ff, V vocabulary. Each is drawn 640-720 px wide with
 14-16 px text, for the book's text column at 1280 px (book/_static/custom.css keeps them
 readable on a phone).
@@ -332,7 +332,7 @@ def input_box(svg: Svg, cx: float, y: float, letter: str, shape: str) -> Box:
     return b
 
 
-# -- (a) the whole model, for chapter 00 --------------------------------------------------------
+# -- (a) the whole model, for chapter 01 --------------------------------------------------------
 def architecture() -> Svg:
     svg = Svg(712, "The Transformer: encoder, decoder and output projection, with tensor shapes", (
         "Bottom-up data path of the encoder-decoder Transformer (post-norm, as in the paper). "
@@ -929,7 +929,7 @@ def minus(v: float) -> str:
 def beam_reorder() -> Svg:
     W = 720
     beams = [("le chat", -0.9), ("un chat", -1.6), ("le chien", -2.1)]   # prefix, log P
-    vocab = ["dort", "mange", "est", ".", "<eos>"]
+    vocab = ["dort", "mange", "est", ".", "</s>"]
     logits = [[2.0, 1.5, 0.2, -1.0, -1.0], [0.3, 0.2, 0.1, 0.0, 0.0], [2.5, 0.0, 0.0, -1.0, -1.0]]
     k, V = len(beams), len(vocab)
     total = []   # score + log_softmax(logits), the k x V candidates

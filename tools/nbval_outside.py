@@ -2,7 +2,7 @@
 notebook alone in a folder, the package installed from a wheel (not editable).
 
     python tools/nbval_outside.py                        # every nbs/*.ipynb, quick
-    python tools/nbval_outside.py nbs/00_overview.ipynb  # some of them
+    python tools/nbval_outside.py nbs/01_overview.ipynb  # some of them
     python tools/nbval_outside.py --full                 # every cell as stored
     python tools/nbval_outside.py --jobs 1               # one notebook at a time
     python tools/nbval_outside.py --threads 2            # CPU threads per kernel

@@ -49,7 +49,7 @@ def book_url(s: dict[str, str]) -> str:
     return s["doc_host"].rstrip("/") + "/" + (base + "/" if base else "")
 
 
-def colab_url(s: dict[str, str], notebook: str = "nbs/00_overview.ipynb") -> str:
+def colab_url(s: dict[str, str], notebook: str = "nbs/01_overview.ipynb") -> str:
     "The notebook opened on Colab straight from the repository."
     return (f"https://colab.research.google.com/github/{s['user']}/{s['repo']}"
             f"/blob/{s['branch']}/{notebook}")

@@ -3,11 +3,10 @@ All You Need" (Vaswani et al. 2017) and trains it to translate English into Fren
 
 Each module below is exported from one chapter's notebook (`nbs/NN_*.ipynb`), the
 chapter whose number it carries, and imports only modules of earlier chapters and the
-Reference part's utilities (files, machine), which any chapter may use: read them in
+Reference part's utilities (files, machine, validate), which any chapter may use: read them in
 this order.
 
 The building blocks
-  validate        01  argument checks: one rule per kind of value, one error class
   positional      02  the sinusoidal positional encoding (section 3.5)
   attention       03  scaled dot-product and multi-head attention (3.2)
   masking         04  padding and causal masks
@@ -44,6 +43,7 @@ Speed and serving
 Reference
   files           33  the cache folder, a file's hash, atomic writes, bounded reads
   machine         34  which processor; the GPU attention setting, scoped
+  validate        35  argument checks: one rule per kind of value, one error class
 
 Errors and warnings. A caller's mistake in an argument (its type, range, shape or
 choice) is an ArgumentError wherever the package raises it, and names the argument;

