@@ -120,7 +120,9 @@ def term_misses(page: str, po: polib.POFile) -> list[str]:
     for e in po:
         if not e.msgstr or page == "book/glossary":
             continue
-        text = re.sub(r"`[^`]*`|\$[^$]*\$|\]\([^)]*\)", " ", e.msgid)
+        # code, inline math, link targets and the names inside LaTeX macros (\mathrm{FFN},
+        # \mathrm{LayerNorm}: a display-math message is all LaTeX) are not prose
+        text = re.sub(r"`[^`]*`|\$[^$]*\$|\]\([^)]*\)|\\[A-Za-z]+\{[^{}]*\}", " ", e.msgid)
         for english, chinese in rows:
             for name in english:
                 if pattern(name).search(text) and not any(c in e.msgstr for c in chinese):
@@ -142,10 +144,10 @@ def main() -> int:
         untranslated = sum(not e.msgstr for e in entries)
         need = missing(required(page, po))
         bad += len(need)
-        mark = "complete" if page in required_pages() else (
-            f"'{SECTION}'" if required(page, po) else "may stay English")
+        rule = "must be complete" if page in required_pages() else (
+            f"'{SECTION}' must be" if required(page, po) else "may stay English")
         print(f"{page:30s} {len(entries) - fuzzy - untranslated:4d} translated {fuzzy:4d} fuzzy "
-              f"{untranslated:4d} untranslated   must be {mark}: {len(need)} missing")
+              f"{untranslated:4d} untranslated   {rule}: {len(need)} missing")
         if args.terms and page in required_pages():
             for miss in term_misses(page, po):
                 bad += 1

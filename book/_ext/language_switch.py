@@ -5,6 +5,11 @@ The English book is built at the site's root and the Chinese one under zh/ (the 
 Each page opens with a link to the same page in the other language (`<link rel="alternate"
 hreflang>` in its head too). A Chinese page whose catalogue is not wholly translated (a message
 left empty or marked fuzzy) says so in one line, in Chinese, above its English text.
+
+A translated paragraph keeps each of its links' own targets. Sphinx gives a translated link the
+attributes of the English paragraph's link to the same page, matched by page alone, so that
+without `keep_link_anchors` every glossary link of a paragraph ("[编码器](glossary.md#encoder)
+… [解码器](glossary.md#decoder)") would lead to the row of its last one.
 """
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from babel.messages.pofile import read_po
+from sphinx.transforms import i18n
 
 ZH = "zh_CN"
 ZH_FOLDER = "zh/"
@@ -52,6 +58,14 @@ def add_switch(app, pagename: str, templatename: str, context: dict, doctree) ->
         f'\n<link rel="alternate" hreflang="{hreflang}" href="{href}">')
 
 
+def keep_link_anchors() -> None:
+    "A translated link keeps its own anchor (MyST's `reftargetid`), not the English one's."
+    excluded = i18n.EXCLUDED_PENDING_XREF_ATTRIBUTES   # Sphinx 7: ('refexplicit',)
+    if "reftargetid" not in excluded:
+        i18n.EXCLUDED_PENDING_XREF_ATTRIBUTES = (*excluded, "reftargetid")
+
+
 def setup(app):
+    keep_link_anchors()
     app.connect("html-page-context", add_switch)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,131 @@
+"""The Chinese edition (issue 49): its catalogues are complete on the reader's path and use the
+glossary's terms, and each built Chinese page has the English page's code, translated prose.
+
+The pages are read from the built site (_build/html and _build/html/zh, `make book`); the
+browser checks of every page, in both languages, are in test_book.py.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import translations  # noqa: E402
+
+HTML = ROOT / "_build" / "html"
+CJK = re.compile(r"[\u3400-\u9fff]")
+LATIN_WORD = re.compile(r"\b[A-Za-z][a-z]+\b")
+# The glossary's term column stays English in both books: its rows' anchors come from it.
+GLOSSARY_TERMS = {line.split("|")[1].strip().replace("`", "")
+                  for line in (ROOT / "book" / "glossary.md").read_text().splitlines()
+                  if line.startswith("|")}
+
+
+class Article(HTMLParser):
+    "The code of a page's input cells and the text of its prose paragraphs (not in outputs)."
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[tuple[str, str]] = []
+        self.code: list[str] = []
+        self.paragraphs: list[str] = []
+        self.links: list[str] = []
+        self._buf: list[str] | None = None
+        self._kind = ""
+
+    def _inside(self, cls: str) -> bool:
+        return any(cls in c.split() for _, c in self.stack)
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("br", "img", "hr", "meta", "link", "input", "wbr"):
+            return
+        cls = dict(attrs).get("class") or ""
+        self.stack.append((tag, cls))
+        if (tag == "a" and self._inside("bd-article") and not self._inside("language-switch")
+                and (href := dict(attrs).get("href"))):
+            self.links.append(href)
+        if self._buf is None and tag == "pre" and self._inside("cell_input"):
+            self._buf, self._kind = [], "code"
+        elif (self._buf is None and tag == "p" and self._inside("bd-article")
+              and not self._inside("cell_output") and not self._inside("language-switch")
+              and "language-switch" not in cls and "untranslated-note" not in cls):
+            self._buf, self._kind = [], "p"
+
+    def handle_startendtag(self, tag, attrs):   # <br/>, <path/>: nothing to close
+        pass
+
+    def handle_endtag(self, tag):
+        if tag not in (t for t, _ in self.stack):   # a stray end tag closes nothing
+            return
+        while self.stack:
+            open_tag, _ = self.stack.pop()
+            if self._buf is not None and open_tag == ("pre" if self._kind == "code" else "p"):
+                text = "".join(self._buf)
+                (self.code if self._kind == "code" else self.paragraphs).append(text)
+                self._buf = None
+            if open_tag == tag:
+                break
+
+    def handle_data(self, data):
+        if self._buf is not None and not self._inside("math") and not (
+                self._kind == "p" and any(t == "code" for t, _ in self.stack)):
+            self._buf.append(data)
+
+
+def article(path: Path) -> Article:
+    parsed = Article()
+    parsed.feed(path.read_text(encoding="utf-8"))
+    return parsed
+
+
+def test_reader_path_catalogues_are_complete():
+    "No message of the reader's path (or a 'What to remember') is empty or fuzzy."
+    missing = {page: len(translations.missing(translations.required(page, po)))
+               for page, po in translations.catalogues().items()}
+    assert set(translations.required_pages()) <= set(missing), "a page has no catalogue"
+    assert not {p: n for p, n in missing.items() if n}, "run make translations, then translate"
+
+
+def test_translations_use_the_glossary_terms():
+    "Where the English uses a glossary term, the Chinese uses the glossary's Chinese for it."
+    misses = [m for page, po in translations.catalogues().items()
+              if page in translations.required_pages()
+              for m in translations.term_misses(page, po)]
+    assert not misses, "\n".join(misses[:20])
+
+
+def test_term_check_catches_a_miss():
+    "The term check is not vacuous: an English 'dropout' translated without 暂退法 is caught."
+    import polib
+    po = polib.POFile()
+    po.append(polib.POEntry(msgid="We apply dropout here.", msgstr="这里我们使用随机丢弃。"))
+    po.append(polib.POEntry(msgid="We apply dropout here too.", msgstr="这里也用暂退法。"))
+    # a name inside a LaTeX macro (a display-math message) is math, not prose
+    po.append(polib.POEntry(msgid=r"\mathrm{FFN}(x) = \mathrm{Dropout}(x)",
+                            msgstr=r"\mathrm{FFN}(x) = \mathrm{Dropout}(x)"))
+    assert len(translations.term_misses("nbs/07_encoder", po)) == 1
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", [p for p in translations.required_pages()])
+def test_chinese_page_has_the_same_code_and_translated_prose(page):
+    """The Chinese page's code cells equal the English page's; its links lead where the English
+    page's do (in the order Chinese puts them); no paragraph is left in English."""
+    en, zh = HTML / f"{page}.html", HTML / "zh" / f"{page}.html"
+    if not zh.exists():
+        pytest.fail(f"no built Chinese page {zh}: run make book")
+    a, b = article(en), article(zh)
+    assert b.code == a.code, f"{page}: the Chinese page's code differs from the English"
+    lost, gained = Counter(a.links) - Counter(b.links), Counter(b.links) - Counter(a.links)
+    assert a.links and not lost and not gained, \
+        f"{page}: links only in English {list(lost)[:4]}, only in Chinese {list(gained)[:4]}"
+    english = [p for p in b.paragraphs
+               if len(LATIN_WORD.findall(p)) >= 5 and not CJK.search(p)
+               and p.strip() not in GLOSSARY_TERMS]
+    assert not english, f"{page}: paragraphs left in English: {english[:3]}"
