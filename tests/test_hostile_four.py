@@ -340,3 +340,15 @@ def test_force_over_another_engines_export_leaves_none_of_its_files(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == [
         ".transformer-lit-export", "README.md", "mine.txt", "model.safetensors"]
     assert (out / "README.md").read_text() == "hf"
+
+
+def test_translate_does_not_import_the_compiler():
+    "Checking a checkpoint's shapes built the model on the meta device, importing torch._dynamo."
+    code = ("import sys; from transformer_lit.cli import main; status = main(['translate', "
+            "'God is love.']); print(sorted(m for m in sys.modules if m.startswith(("
+            "'torch._dynamo', 'torch._inductor')))); sys.exit(status)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    translation, imported = done.stdout.splitlines()
+    assert translation and imported == "[]", imported

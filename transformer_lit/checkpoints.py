@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from torch.overrides import TorchFunctionMode
 
 from .files import write_atomically
 from .machine import describe_device
@@ -245,9 +246,24 @@ def model_from_checkpoint(ckpt: dict[str, Any], weights: str = "model") -> Trans
     return model
 
 # %% ../nbs/14_checkpoints.ipynb #353367d4
+class _WeightsOnMeta(TorchFunctionMode):
+    """Inside, `torch.empty` (how nn.Linear and nn.Embedding make their weights) makes meta
+    tensors, which have a shape and no memory, and torch.nn.init leaves them as they are.
+    Small tensors (the positional table) are computed as usual: a whole model on the meta
+    device would run PyTorch's Python kernels, which import the compiler (a second)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.empty:
+            return func(*args, **{**kwargs, "device": "meta"})
+        if getattr(func, "__module__", None) == "torch.nn.init":
+            return args[0] if args else kwargs["tensor"]
+        return func(*args, **kwargs)
+
+
 def _expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
-    "The shape of every weight of Transformer(config), built on the meta device."
-    with torch.device("meta"):  # shapes only: no memory is allocated
+    "The shape of every weight of Transformer(config), its weights on the meta device."
+    with _WeightsOnMeta():  # shapes only: the weights take no memory
         return {k: tuple(v.shape) for k, v in Transformer(config).state_dict().items()}
 
 
