@@ -255,6 +255,26 @@ def test_weights_that_are_not_dense_finite_floats_are_refused(spoil, said, tmp_p
         model_from_checkpoint(ckpt)
 
 
+def test_a_checkpoint_with_compressed_entries_is_refused_before_it_is_inflated(tmp_path):
+    """A 1 MB model.pt whose entry inflates to 1 GiB cost translate 1 GB of memory before it
+    was refused; torch.save never compresses, so a compressed entry is refused unread."""
+    import zipfile
+
+    from transformer_lit.checkpoints import (
+        CheckpointError, load_checkpoint, save_checkpoint,
+    )
+    from transformer_lit.model import Transformer, TransformerConfig
+    model = Transformer(TransformerConfig.tiny(20, 20))
+    plain, packed = tmp_path / "plain.pt", tmp_path / "packed.pt"
+    save_checkpoint(plain, model)
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(packed, "w") as dst:
+        for info in src.infolist():   # the same entries, deflated: torch.load reads them
+            dst.writestr(info.filename, src.read(info), zipfile.ZIP_DEFLATED)
+    assert load_checkpoint(plain)["config"]
+    with pytest.raises(CheckpointError, match="compressed entries"):
+        load_checkpoint(packed)
+
+
 # --- a crafted Argos package (argos.offline_home) -------------------------------------------
 
 def _package(path: Path, metadata: bytes, compress: bool = False) -> Path:

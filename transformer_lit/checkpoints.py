@@ -9,6 +9,7 @@ import hashlib
 import importlib.metadata
 import platform
 import random
+import zipfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -188,12 +189,29 @@ def save_checkpoint(
     return write_atomically(path, lambda f: torch.save(payload, f))
 
 # %% ../nbs/14_checkpoints.ipynb #0f8e1b33
+def _check_stored(path: Path) -> None:
+    """torch.save stores its zip entries as they are; a compressed one could inflate to
+    any size (1 MB to 1 GiB of zeros), so it is refused before anything is read."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            packed = [i.filename for i in z.infolist()
+                      if i.compress_type != zipfile.ZIP_STORED]
+    except (zipfile.BadZipFile, OSError):   # not a zip: torch.load says what is wrong
+        return
+    if packed:
+        raise CheckpointError(
+            f"{path} holds compressed entries ({packed[0]}, ...), which torch.save "
+            f"never writes: a damaged or crafted file"
+        )
+
+
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a checkpoint written by save_checkpoint onto the CPU, with
     torch.load(weights_only=True), and check every entry against its checksum."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
+    _check_stored(path)
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
@@ -247,10 +265,11 @@ def model_from_checkpoint(ckpt: dict[str, Any], weights: str = "model") -> Trans
 
 # %% ../nbs/14_checkpoints.ipynb #353367d4
 class _WeightsOnMeta(TorchFunctionMode):
-    """Inside, `torch.empty` (how nn.Linear and nn.Embedding make their weights) makes meta
-    tensors, which have a shape and no memory, and torch.nn.init leaves them as they are.
-    Small tensors (the positional table) are computed as usual: a whole model on the meta
-    device would run PyTorch's Python kernels, which import the compiler (a second)."""
+    """Inside, `torch.empty` (how nn.Linear and nn.Embedding make their weights)
+    makes meta tensors, which have a shape and no memory, and torch.nn.init leaves
+    them as they are. Small tensors (the positional table) are computed as usual: a
+    whole model on the meta device would run PyTorch's Python kernels, which import
+    the compiler (a second)."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
