@@ -314,7 +314,9 @@ def test_a_crafted_argos_package_writes_nothing_outside_home(metadata, said, tmp
 
 # --- export folders (export.write_export_folder) --------------------------------------------
 
-def _export(out: Path, files: dict[str, str], private: bool = False) -> None:
+def _export(out: Path, files: dict[str, str], private: bool = False,
+            force: bool = True, meanwhile=lambda: None) -> None:
+    "An export of files into out (over an earlier one: force); meanwhile runs inside save."
     from transformer_lit.export import write_export_folder
 
     def save(folder: Path) -> None:
@@ -322,8 +324,9 @@ def _export(out: Path, files: dict[str, str], private: bool = False) -> None:
             (folder / name).write_text(text)
             if private:   # as safetensors writes model.safetensors: 0o600
                 (folder / name).chmod(0o600)
+        meanwhile()
 
-    write_export_folder(out, save)
+    write_export_folder(out, save, force)
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077])
@@ -360,6 +363,50 @@ def test_force_over_another_engines_export_leaves_none_of_its_files(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == [
         ".transformer-lit-export", "README.md", "mine.txt", "model.safetensors"]
     assert (out / "README.md").read_text() == "hf"
+
+
+def test_two_exports_into_one_folder_take_turns(tmp_path):
+    """Two `export ctranslate2 OUT --force` at once both succeeded, OUT holding files of both
+    models: an export moves its files in only while it holds the lock of OUT's folder."""
+    import fcntl
+    out = tmp_path / "out"
+    _export(out, {"model.bin": "first", "vocab.json": "first"})
+    other = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)   # another export, moving in
+    fcntl.flock(other, fcntl.LOCK_EX)
+    second = threading.Thread(target=_export, args=(out, {"model.bin": "second"}))
+    second.start()
+    second.join(0.5)
+    try:
+        assert second.is_alive() and (out / "model.bin").read_text() == "first"
+    finally:
+        os.close(other)   # the other export is done
+    second.join(10)
+    assert sorted(p.name for p in out.iterdir()) == [".transformer-lit-export", "model.bin"]
+    assert (out / "model.bin").read_text() == "second"
+
+
+def test_an_export_does_not_wait_without_end(tmp_path, monkeypatch):
+    import fcntl
+
+    import transformer_lit.export as export
+    monkeypatch.setattr(export, "_LOCK_WAIT_S", 0.2)
+    other = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(FileExistsError, match="another export kept writing into"):
+            _export(tmp_path / "out", {"model.bin": "mine"})
+    finally:
+        os.close(other)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []   # nothing left behind
+
+
+def test_an_export_done_meanwhile_is_not_replaced_without_force(tmp_path):
+    "OUT was new when checked; another export wrote it before this one moved in."
+    out = tmp_path / "out"
+    done_first = lambda: _export(out, {"model.bin": "first"})
+    with pytest.raises(FileExistsError, match="exists; force=True writes into it"):
+        _export(out, {"model.bin": "second"}, force=False, meanwhile=done_first)
+    assert (out / "model.bin").read_text() == "first"
 
 
 def test_translate_does_not_import_the_compiler():

@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -267,11 +269,41 @@ def _check_targets(tmp: Path, out: Path) -> None:
                                   "there")
 
 
-def write_export_folder(out: Path, save: Callable[[Path], None]) -> None:
+# how long an export waits for another one writing into the same folder
+_LOCK_WAIT_S = 30.0
+
+
+@contextlib.contextmanager
+def _one_writer(folder: Path, out: Path):
+    """Hold the lock of folder (flock on the folder itself: no file is left behind)
+    while an export moves its files into out; FileExistsError if another export holds
+    it too long."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        deadline = time.monotonic() + _LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise FileExistsError(
+                        f"{out}: another export kept writing into {folder} for "
+                        f"{_LOCK_WAIT_S:.0f} s; try again when it is done"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)   # releases the lock
+
+
+def write_export_folder(out: Path, save: Callable[[Path], None],
+                        force: bool = False) -> None:
     """save(folder) fills a new temporary folder beside out, which then becomes out (or
     its files replace an earlier export's in out, whose other files go) with
     EXPORT_MARKER naming them: no half-written export, the umask's modes, errors named
-    by out."""
+    by out. One export at a time moves its files into out's parent folder, after
+    checking out again (force: as check_export_folder), so two never mix."""
     made = [p for p in out.parents if not p.exists()]  # nearest first; gone on failure
     out.parent.mkdir(parents=True, exist_ok=True)
     # a short name of its own: `.{out.name}...` would pass 255 bytes for a long OUT
@@ -285,18 +317,20 @@ def write_export_folder(out: Path, save: Callable[[Path], None]) -> None:
         os.umask(umask)
         for f in [tmp, *tmp.rglob("*")]:  # as open and mkdir make them: not 0o600
             f.chmod((0o777 if f.is_dir() else 0o666) & ~umask)
-        if not out.exists():
-            os.replace(tmp, out)
-        else:  # --force over an earlier export: checked, then replaced file by file
-            _check_targets(tmp, out)
-            stale = set(_earlier_files(out)) - set(names)
-            for f in tmp.iterdir():
-                os.replace(f, out / f.name)
-            for name in stale:  # the earlier export's files this one does not write
-                with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                    (out / name).unlink()
+        with _one_writer(out.parent, out):
+            if not out.exists():
+                os.replace(tmp, out)
+            else:  # --force over an earlier export: checked, then replaced file by file
+                check_export_folder(out, force)   # as it is now, another export done
+                _check_targets(tmp, out)
+                stale = set(_earlier_files(out)) - set(names)
+                for f in tmp.iterdir():
+                    os.replace(f, out / f.name)
+                for name in stale:  # the earlier export's files this one does not write
+                    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                        (out / name).unlink()
         done = True
-    except FileExistsError:  # _check_targets: its message names the file
+    except FileExistsError:  # the checks: their messages name the file
         raise
     except OSError as e:  # named by OUT, not by the hidden temporary folder
         raise OSError(e.errno, e.strerror, str(out)) from e
@@ -327,5 +361,5 @@ def to_ctranslate2(model: Transformer, tokenizer: SubwordTokenizer,
         (folder / "sentencepiece.model").write_bytes(tokenizer.to_bytes())
         (folder / "README.md").write_text(text, encoding="utf-8")
 
-    write_export_folder(out, save)
+    write_export_folder(out, save, force)
     return out

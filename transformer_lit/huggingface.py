@@ -352,7 +352,8 @@ print(tokenizer.batch_decode(out, skip_special_tokens=True))
     )
 
 # %% ../nbs/28_huggingface.ipynb #377fdbf1
-def _write_folder(theirs: nn.Module, tokenizer, card: str, out: Path) -> None:
+def _write_folder(theirs: nn.Module, tokenizer, card: str, out: Path,
+                  force: bool) -> None:
     """Save model, tokenizer and card as the export folder out, through chapter 27's
     write_export_folder: no half-written export."""
     from transformers.utils import logging as hf_logging
@@ -365,7 +366,7 @@ def _write_folder(theirs: nn.Module, tokenizer, card: str, out: Path) -> None:
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # no timing lines in a caller's output
     try:
-        write_export_folder(out, save)
+        write_export_folder(out, save, force)
     finally:
         if bars:
             hf_logging.enable_progress_bar()
@@ -396,5 +397,5 @@ def to_huggingface(model: Transformer, tokenizer: SubwordTokenizer, out: str | P
         type(theirs).__name__,
         _shipped_scores() if _is_shipped(model, tokenizer) else None,
     )
-    _write_folder(theirs, huggingface_tokenizer(tokenizer, c.max_len), card, out)
+    _write_folder(theirs, huggingface_tokenizer(tokenizer, c.max_len), card, out, force)
     return out
