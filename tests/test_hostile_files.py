@@ -110,7 +110,7 @@ def test_read_small_file_takes_regular_files_only(tmp_path, alarm):
     (tmp_path / "zero").symlink_to("/dev/zero")
     (tmp_path / "folder").mkdir()
     for name in ("fifo", "folder"):
-        with pytest.raises(ValueError, match="not a regular file"):
+        with pytest.raises(OSError, match="not a regular file"):
             files.read_small_file(tmp_path / name, 10)
     with pytest.raises(OSError):   # a link is not followed
         files.read_small_file(tmp_path / "zero", 10)

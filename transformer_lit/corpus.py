@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from transformer_lit.files import (
-    CACHE_ENV, CacheError, cache_dir, sha256_of, write_text_atomically,
+    CACHE_ENV, CacheError, cache_dir, open_regular, sha256_of, write_text_atomically,
 )
 from .validate import ArgumentError, check_choice, check_texts
 
@@ -383,11 +383,20 @@ def write_checked(lines: Sequence[str], path: Path) -> None:
     write_text_atomically(path, body + f"#{len(lines) - 1} {digest}\n")
 
 
+# the most bytes read_checked reads (the verses file is 21 MB)
+_CHECKED_LIMIT = 1 << 28
+
+
 def read_checked(path: Path) -> list[str]:
     """The lines written by write_checked; CorpusError if the row count or the checksum
-    is off."""
+    is off, or if path is not a regular file of at most _CHECKED_LIMIT bytes."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open_regular(path) as f:   # a pipe or /dev/zero: refused, not waited on
+            data = f.read(_CHECKED_LIMIT + 1)
+        if len(data) > _CHECKED_LIMIT:
+            raise CorpusError(f"{path} is damaged (larger than {_CHECKED_LIMIT:,} "
+                              f"bytes): delete {path} and run again")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise CorpusError(
             f"{path} is damaged (not UTF-8): delete {path} and run again"

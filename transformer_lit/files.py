@@ -5,6 +5,7 @@
 # %% ../nbs/33_files.ipynb #b580962f
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import IO
 
 # %% auto #0
-__all__ = ['CACHE_ENV', 'CacheError', 'cache_dir', 'sha256_of', 'write_atomically', 'write_text_atomically', 'read_small_file']
+__all__ = ['CACHE_ENV', 'CacheError', 'cache_dir', 'open_regular', 'sha256_of', 'write_atomically', 'write_text_atomically',
+           'read_small_file']
 
 # %% ../nbs/33_files.ipynb #22197856
 CACHE_ENV = "TRANSFORMER_LIT_CACHE"  # the environment variable that moves the cache
@@ -49,10 +51,27 @@ def cache_dir() -> Path:
     return folder
 
 # %% ../nbs/33_files.ipynb #fccfac24
+def open_regular(path: str | Path, follow_links: bool = True) -> IO[bytes]:
+    """path opened for reading if it is a regular file; OSError, without waiting, if
+    it is a named pipe (whose open and read would wait for a writer), a device
+    (/dev/zero never ends) or a folder; follow_links=False refuses a symbolic link
+    too."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def sha256_of(path: str | Path) -> str:
-    "Hex SHA-256 digest of a file, read in 1 MiB chunks."
+    "Hex SHA-256 digest of a regular file, read in 1 MiB chunks."
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
@@ -120,14 +139,8 @@ def read_small_file(path: str | Path, limit: int) -> str:
     """The UTF-8 text of path if it is a regular file of at most limit bytes (not a
     link, a FIFO or a device); OSError or ValueError otherwise, without waiting or
     reading more than limit + 1 bytes."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"{path} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-    finally:
-        os.close(fd)
+    with open_regular(path, follow_links=False) as f:
+        data = f.read(limit + 1)
     if len(data) > limit:
         raise ValueError(f"{path} is larger than {limit:,} bytes")
     return data.decode("utf-8")

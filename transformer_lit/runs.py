@@ -25,6 +25,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from .files import open_regular
+
 # %% auto #0
 __all__ = ['RENDEZVOUS_SECONDS', 'RUN_FILES', 'LOCK_FILE', 'RUN_MARKER', 'RendezvousError', 'World', 'world_from_env',
            'join_processes', 'leave_processes', 'any_rank', 'data_parallel', 'FolderBusy', 'lock_folder',
@@ -320,13 +322,11 @@ def mark_run_folder(folder: Path) -> None:
 def written_by_run(folder: Path) -> set[str]:
     "The names of RUN_FILES that folder's RUN_MARKER lists; none without a marker."
     try:  # a regular file only: a link, a FIFO or a folder there names nothing
-        fd = os.open(folder / RUN_MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with open_regular(folder / RUN_MARKER, follow_links=False) as f:
+            text = f.read(4096).decode("utf-8", "replace")
     except OSError:
         return set()
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return set()
-        return set(f.read(4096).decode("utf-8", "replace").split()) & set(RUN_FILES)
+    return set(text.split()) & set(RUN_FILES)
 
 
 def check_outside_package(folder: Path) -> None:
