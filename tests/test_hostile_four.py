@@ -105,6 +105,72 @@ def test_an_address_rank_0_cannot_listen_at_is_one_line(monkeypatch):
         runs._rendezvous(runs.World(0, 2, 0), seconds=5)
 
 
+def _stranger(send: bytes | None) -> int:
+    "A program at a port that accepts every connection and then sends `send`, or nothing."
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            conn, _ = server.accept()
+            held.append(conn)   # never answered, never closed
+            if send:
+                conn.sendall(send)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server.getsockname()[1]
+
+
+def _rendezvous_outcome(seconds: float) -> BaseException | None:
+    "What rank 1's rendezvous raised, or None if it was still waiting after 20 s."
+    said: list[BaseException] = []
+
+    def join() -> None:
+        try:
+            runs._rendezvous(runs.World(1, 2, 1), seconds=seconds)
+        except BaseException as e:   # noqa: BLE001 (returned)
+            said.append(e)
+
+    joining = threading.Thread(target=join, daemon=True)   # a hang must not hang pytest
+    joining.start()
+    joining.join(20)
+    return said[0] if said else None
+
+
+def test_a_port_that_accepts_and_never_answers_is_given_up_on(monkeypatch, capsys):
+    "Rank 1 against such a port was silent for over 200 s (torch's client waits without end)."
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(_stranger(None)))
+    said = _rendezvous_outcome(seconds=2)
+    assert isinstance(said, runs.RendezvousError), said
+    assert str(said).startswith("rank 1 got no answer from the store at the port after 2 s")
+    assert "waiting for the other processes" in capsys.readouterr().err
+
+
+def test_a_port_that_sends_garbage_is_one_line(monkeypatch, capfd):
+    "torch's client printed about 120 lines of C++ stack traces around its error."
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(_stranger(b"\xff" * 64)))
+    said = _rendezvous_outcome(seconds=5)
+    assert isinstance(said, runs.RendezvousError), said
+    assert "is not rank 0's store: it sent data unasked" in str(said)
+    assert capfd.readouterr().err == ""
+
+
+def test_a_stray_torchelastic_run_id_says_what_it_waits_for():
+    "With TORCHELASTIC_RUN_ID set by hand and no peer, a process waited without a word."
+    env = {**os.environ, "WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
+           "TORCHELASTIC_RUN_ID": "stray"}
+    code = "import transformer_lit.runs as r; r.join_processes('cpu')"
+    with pytest.raises(subprocess.TimeoutExpired) as waited:
+        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                       text=True, timeout=8)
+    err = (waited.value.stderr or b"").decode() if isinstance(waited.value.stderr, bytes) \
+        else waited.value.stderr or ""
+    assert "waiting for torchrun's other processes" in err and "unset TORCHELASTIC_RUN_ID" in err
+
+
 # --- the library's front door --------------------------------------------------------------
 
 @pytest.fixture(scope="module")

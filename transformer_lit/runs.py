@@ -14,11 +14,14 @@ import socket
 import stat
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -93,6 +96,37 @@ def _listen(host: str, port: int) -> int:
         return sock.detach()
 
 
+class _Started:
+    "make() running in a daemon thread (a process may end while it is still running)."
+
+    def __init__(self, make: Callable[[], Any]):
+        self.done, self._outcome = threading.Event(), None
+        threading.Thread(target=self._run, args=(make,), daemon=True).start()
+
+    def _run(self, make: Callable[[], Any]) -> None:
+        try:
+            self._outcome = (True, make())
+        except BaseException as e:  # noqa: BLE001 (raised again by result)
+            self._outcome = (False, e)
+        self.done.set()
+
+    def result(self) -> Any:
+        "make()'s value, or its exception raised here."
+        ok, value = self._outcome
+        if not ok:
+            raise value
+        return value
+
+
+def _speaks_first(sock: socket.socket) -> bool:
+    "Whether the program at the other end sends data unasked (a store waits to be asked)."
+    sock.settimeout(0.2)
+    try:
+        return bool(sock.recv(1))
+    except TimeoutError:
+        return False
+
+
 def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
     """The store of processes started by hand, once all world.size have joined it; a
     RendezvousError naming what was missing after `seconds`."""
@@ -123,16 +157,25 @@ def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
             told = True
         time.sleep(0.1)  # Python code: Ctrl-C lands here
 
+    spoke = False
     while world.rank > 0:  # the others connect once rank 0 listens; a socket asks first
         try:  # (torch's client would log a C++ stack trace for every refused try)
-            socket.create_connection((host, int(port)), timeout=1).close()
+            with socket.create_connection((host, int(port)), timeout=1) as probe:
+                spoke = _speaks_first(probe)
             break
         except OSError as e:
             wait(f"rank {world.rank} could not reach rank 0 ({e.strerror or e})")
+    if world.rank > 0 and spoke:  # torch's client would log pages of C++ stack traces
+        raise RendezvousError(
+            f"the program at {where} is not rank 0's store: it sent data unasked; "
+            "give the address and port of rank 0"
+        )
     # rank 0 listens at MASTER_ADDR only (the store alone would take every address)
     try:
         listen = _listen(host, int(port)) if world.rank == 0 else None
-        store = dist.TCPStore(
+        # a program at the port that accepts and never answers holds torch's client
+        # without end: it connects in a thread of its own, which we wait for with `wait`
+        connecting = _Started(lambda: dist.TCPStore(
             host,
             int(port),
             world.size,
@@ -140,7 +183,10 @@ def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
             timedelta(seconds=10),
             wait_for_workers=False,
             master_listen_fd=listen,
-        )
+        ))
+        while not connecting.done.wait(0.1):
+            wait(f"rank {world.rank} got no answer from the store at the port")
+        store = connecting.result()
     except OSError as e:  # the address: unknown, not this machine's, or taken
         raise RendezvousError(
             f"rank 0 cannot listen at {where}: {e.strerror or e}"
@@ -174,7 +220,16 @@ def join_processes(device_type: str) -> World:
             torch.cuda.set_device(world.local_rank)
         backend = "nccl" if device_type == "cuda" else "gloo"
         if "TORCHELASTIC_RUN_ID" in os.environ:  # torchrun's own store, already met
-            dist.init_process_group(backend)
+            told = threading.Timer(1, print, args=(
+                f"rank {world.rank}: waiting for torchrun's other processes (if this "
+                "process was not started by torchrun, unset TORCHELASTIC_RUN_ID)",
+            ), kwargs={"file": sys.stderr, "flush": True})
+            told.daemon = True
+            told.start()
+            try:
+                dist.init_process_group(backend)
+            finally:
+                told.cancel()
         else:
             store = _rendezvous(world, RENDEZVOUS_SECONDS)
             dist.init_process_group(
