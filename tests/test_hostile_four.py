@@ -512,3 +512,13 @@ def test_a_cached_file_that_is_a_pipe_or_a_device_is_refused_at_once(name, kind,
     assert not reader.is_alive(), f"load_verses still reads {name} ({kind})"
     assert len(said) == 1 and isinstance(said[0], CorpusError), said
     assert f"{tmp_path / name} is damaged (not a regular file)" in str(said[0])
+
+
+def test_a_vocabulary_too_small_for_the_books_is_said_in_our_words(tmp_path, capsys, cache):
+    "train --vocab-size 5 passed on sentencepiece's C++ line and its --character_coverage."
+    argv = ["train", *TINY, "--steps", "1", "--out", str(tmp_path / "run")]
+    argv[argv.index("--vocab-size") + 1] = "5"
+    status, out, err = run(argv, capsys)
+    assert_one_line_error(status, out, err, "--vocab-size 5: too small", "at least")
+    assert "character_coverage" not in err and "trainer_interface" not in err
+    assert not (tmp_path / "run").exists()

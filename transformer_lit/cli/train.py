@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import signal
 import sys
 import warnings
@@ -225,6 +226,18 @@ class _Start(NamedTuple):
     splits: dict | None = None  # the verses by book, read after the checks
 
 
+def _vocabulary_said(e: Exception) -> str:
+    """sentencepiece's refusal in our words: its C++ line ("... required_chars. 5 vs 92.
+    Increase vocab_size or decrease character_coverage with --character_coverage")
+    names options the command does not have."""
+    said = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+    if m := re.search(r"smaller than required_chars\. \d+ vs (\d+)", said):
+        return (f"too small: the training books use so many characters that the "
+                f"vocabulary needs at least {m.group(1)} pieces (one per character, "
+                f"and the {len(SPECIAL_PIECES)} special pieces)")
+    return said
+
+
 def _fresh_start(args: argparse.Namespace, job: TrainJob, splits: dict) -> _Start:
     "A fresh run: a tokenizer trained on the training books, a seeded new model."
     codes = (*job.english, *job.french)
@@ -234,7 +247,7 @@ def _fresh_start(args: argparse.Namespace, job: TrainJob, splits: dict) -> _Star
         tokenizer = train_tokenizer(texts, vocab_size=size)
     # sentencepiece refuses sizes the text cannot fill
     except (ValueError, RuntimeError) as e:
-        raise CliError(f"--vocab-size {size}: {str(e).splitlines()[-1]}") from e
+        raise CliError(f"--vocab-size {size}: {_vocabulary_said(e)}") from e
     config = preset_config(job.preset, tokenizer.vocab_size)
     if args.dropout is not None:
         config = replace(config, dropout=args.dropout)
