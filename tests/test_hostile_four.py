@@ -522,3 +522,21 @@ def test_a_vocabulary_too_small_for_the_books_is_said_in_our_words(tmp_path, cap
     assert_one_line_error(status, out, err, "--vocab-size 5: too small", "at least")
     assert "character_coverage" not in err and "trainer_interface" not in err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("engine, out", [("huggingface", "hf"), ("argos", "m.argosmodel")])
+def test_a_full_disk_is_one_line_naming_out(engine, out, tmp_path):
+    """export huggingface on a full disk: a traceback (safetensors' Rust SafetensorError);
+    export argos: "File too large" naming a temporary file. A file-size limit fails the
+    writes as a full disk does, with a real OSError."""
+    import resource
+    limit = 2_000_000   # bytes: the weights are 15 MB
+    target = tmp_path / "sub" / out
+    done = subprocess.run(
+        [sys.executable, "-m", "transformer_lit.cli", "export", engine, str(target)],
+        capture_output=True, text=True, timeout=300,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"transformer-lit export: error: cannot write {target}: File too large"]
+    assert list(tmp_path.iterdir()) == []   # no folder or temporary file left behind

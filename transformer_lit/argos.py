@@ -202,9 +202,12 @@ def to_argos(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
         raise ArgumentError(
             f"tokenizer must be a SubwordTokenizer, got {type(tokenizer).__name__}")
     path = check_package_path(out, force)
-    with tempfile.TemporaryDirectory() as tmp:
-        _write_tree(model, tokenizer, Path(tmp))
-        _zip_atomically(Path(tmp), path)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            _write_tree(model, tokenizer, Path(tmp))
+            _zip_atomically(Path(tmp), path)
+    except OSError as e:  # a full disk: named by out, not by the temporary files
+        raise OSError(e.errno, e.strerror, str(path)) from e
     return path
 
 # %% ../nbs/29_argos.ipynb #8568e2d3

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -352,6 +353,14 @@ print(tokenizer.batch_decode(out, skip_special_tokens=True))
     )
 
 # %% ../nbs/28_huggingface.ipynb #377fdbf1
+def _os_error(e: Exception) -> OSError | None:
+    """The OSError a Rust library's error reports ("I/O error: File too large (os error
+    27)", from safetensors and tokenizers on a full disk), if it reports one."""
+    if m := re.search(r"\(os error (\d+)\)", str(e)):
+        return OSError(int(m.group(1)), os.strerror(int(m.group(1))))
+    return None
+
+
 def _write_folder(theirs: nn.Module, tokenizer, card: str, out: Path,
                   force: bool) -> None:
     """Save model, tokenizer and card as the export folder out, through chapter 27's
@@ -359,8 +368,13 @@ def _write_folder(theirs: nn.Module, tokenizer, card: str, out: Path,
     from transformers.utils import logging as hf_logging
 
     def save(folder: Path) -> None:
-        theirs.save_pretrained(folder)  # config, generation_config, model.safetensors
-        tokenizer.save_pretrained(folder)  # tokenizer.json, tokenizer_config.json
+        try:
+            theirs.save_pretrained(folder)  # config, generation_config, model.safetensors
+            tokenizer.save_pretrained(folder)  # tokenizer.json, tokenizer_config.json
+        except OSError:
+            raise
+        except Exception as e:  # safetensors' and tokenizers' errors, from Rust
+            raise _os_error(e) or e from e
         (folder / "README.md").write_text(card, encoding="utf-8")
 
     bars = hf_logging.is_progress_bar_enabled()
