@@ -114,22 +114,26 @@ def glossary_rows() -> list[tuple[list[str], list[str]]]:
 
 
 def term_misses(page: str, po: polib.POFile) -> list[str]:
-    "Messages of a reader's page that use a glossary term without its Chinese."
+    """Messages of a reader's page that use a glossary term without its Chinese. Longer
+    names are looked for first and then blanked out: "rotary position embedding" asks
+    for 旋转位置编码, not also for embedding's 嵌入."""
     out = []
-    rows = glossary_rows()
+    terms = sorted(((name, chinese) for english, chinese in glossary_rows()
+                    for name in english), key=lambda t: -len(t[0]))
     for e in po:
         if not e.msgstr or page == "book/glossary":
             continue
         # code, inline math, link targets and the names inside LaTeX macros (\mathrm{FFN},
         # \mathrm{LayerNorm}: a display-math message is all LaTeX) are not prose
         text = re.sub(r"`[^`]*`|\$[^$]*\$|\]\([^)]*\)|\\[A-Za-z]+\{[^{}]*\}", " ", e.msgid)
-        for english, chinese in rows:
-            for name in english:
-                if pattern(name).search(text) and not any(c in e.msgstr for c in chinese):
-                    if (page, e.msgid[:40], name) not in TERM_EXCEPTIONS:
-                        out.append(f"{page}: '{name}' ({' / '.join(chinese)}) in: "
-                                   f"{e.msgid[:70]}")
-                    break
+        for name, chinese in terms:
+            found = pattern(name)
+            if not found.search(text):
+                continue
+            text = found.sub(" ", text)
+            if not any(c in e.msgstr for c in chinese) and \
+                    (page, e.msgid[:40], name) not in TERM_EXCEPTIONS:
+                out.append(f"{page}: '{name}' ({' / '.join(chinese)}) in: {e.msgid[:70]}")
     return out
 
 
