@@ -540,3 +540,24 @@ def test_a_full_disk_is_one_line_naming_out(engine, out, tmp_path):
     assert done.stderr.strip().splitlines() == [
         f"transformer-lit export: error: cannot write {target}: File too large"]
     assert list(tmp_path.iterdir()) == []   # no folder or temporary file left behind
+
+
+@pytest.mark.parametrize("under", ["afile", "afile/deeper"])
+def test_a_file_where_a_folder_is_needed_is_named(under, tmp_path):
+    "'[Errno 17] File exists: 'afile'' named the file but not the problem."
+    from transformer_lit.files import write_atomically
+    (tmp_path / "afile").write_text("the user's")
+    target = tmp_path / under / "x.bin"
+    with pytest.raises(FileExistsError, match=f"^{tmp_path / 'afile'} is a file, not a folder"):
+        write_atomically(target, lambda f: f.write(b"x"))
+    with pytest.raises(FileExistsError, match=f"^{tmp_path / 'afile'} is a file, not a folder"):
+        _export(tmp_path / under / "out", {"model.bin": "x"})
+    assert (tmp_path / "afile").read_text() == "the user's"
+
+
+def test_a_long_file_name_is_written_whole(tmp_path):
+    "export argos to a valid 250-character name failed on its own temporary file's name."
+    from transformer_lit.files import write_atomically
+    target = tmp_path / ("a" * 240 + ".argosmodel")   # 251 bytes: a name Linux takes
+    write_atomically(target, lambda f: f.write(b"x"))
+    assert target.read_bytes() == b"x" and [p.name for p in tmp_path.iterdir()] == [target.name]

@@ -18,7 +18,7 @@ import numpy as np
 from . import __version__
 from .data import SubwordTokenizer
 from .export import EXPORT_MARKER, to_ctranslate2
-from .files import write_atomically
+from .files import make_folders, write_atomically
 from .model import Transformer
 from .validate import ArgumentError, check_bool, check_path
 
@@ -207,6 +207,8 @@ def to_argos(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
             _write_tree(model, tokenizer, Path(tmp))
             _zip_atomically(Path(tmp), path)
     except OSError as e:  # a full disk: named by out, not by the temporary files
+        if e.errno is None:  # a message of ours (make_folders), which names the path
+            raise
         raise OSError(e.errno, e.strerror, str(path)) from e
     return path
 
@@ -250,10 +252,10 @@ def offline_home(package: str | Path, home: str | Path) -> dict[str, str]:
     filled with our splitter. Install the package with Argos's install_from_path."""
     package, home = Path(package), Path(home).absolute()
     metadata = _checked_metadata(package)
-    (home / "index").mkdir(parents=True, exist_ok=True)
+    make_folders(home / "index")
     (home / "index" / "index.json").write_text(json.dumps([metadata]), encoding="utf-8")
     cache = home / "data" / "argos-translate" / "minisbd"  # Argos sets MiniSBD's cache
-    cache.mkdir(parents=True, exist_ok=True)
+    make_folders(cache)
     for code in (metadata["from_code"], metadata["to_code"]):
         (cache / f"{code}.onnx").write_bytes(sentence_splitter(code))
     return dict(

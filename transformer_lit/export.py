@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from .data import SPECIAL_PIECES, SubwordTokenizer
+from .files import make_folders
 from .model import Transformer
 from .norms import LayerNorm
 from .positional import LearnedPositionalEncoding, PositionalEncoding
@@ -305,7 +306,7 @@ def write_export_folder(out: Path, save: Callable[[Path], None],
     by out. One export at a time moves its files into out's parent folder, after
     checking out again (force: as check_export_folder), so two never mix."""
     made = [p for p in out.parents if not p.exists()]  # nearest first; gone on failure
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(out.parent)
     # a short name of its own: `.{out.name}...` would pass 255 bytes for a long OUT
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{EXPORT_MARKER}."))
     done = False

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import IO
 
 # %% auto #0
-__all__ = ['CACHE_ENV', 'CacheError', 'cache_dir', 'open_regular', 'sha256_of', 'write_atomically', 'write_text_atomically',
-           'read_small_file']
+__all__ = ['CACHE_ENV', 'CacheError', 'cache_dir', 'open_regular', 'sha256_of', 'make_folders', 'write_atomically',
+           'write_text_atomically', 'read_small_file']
 
 # %% ../nbs/33_files.ipynb #22197856
 CACHE_ENV = "TRANSFORMER_LIT_CACHE"  # the environment variable that moves the cache
@@ -102,14 +102,30 @@ class _Writer:
         return getattr(self.f, name)
 
 
+def make_folders(folder: Path) -> None:
+    """folder and its missing parents, as `mkdir -p` makes them; where a file stands in
+    the way, a FileExistsError naming it ("[Errno 17] File exists: 'a'" named only a)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        in_way = next((p for p in [folder, *folder.parents]
+                       if p.exists() and not p.is_dir()), None)
+        if in_way is None:
+            raise
+        made = "" if in_way == folder else f" ({folder} cannot be made)"
+        raise FileExistsError(f"{in_way} is a file, not a folder{made}") from None
+
+
 def write_atomically(path: str | Path, write: Callable[[IO[bytes]], object]) -> Path:
     """Call write(file) on a temporary file beside path, then rename it over path; a
     failed write raises its OSError and leaves path as it was."""
     path = Path(path)
     if path.is_dir():  # else the rename fails, naming the temporary file
         raise IsADirectoryError(f"{path} is a folder: give the file's name")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    make_folders(path.parent)
+    # a short name of its own: `.{path.name}...` would pass 255 bytes for a long name
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.",
+                               suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             out = _Writer(f)
