@@ -123,7 +123,7 @@ def test_page(browser, server, settings, doc, lang):
         check_language_switch(page, doc, lang)
         if doc in CHAPTERS:
             check_colab_button(page, settings, doc)
-            check_diagrams(page, doc)
+            check_diagrams(page, doc, lang)
             check_export_labels(page, settings, doc)
     finally:
         page.close()
@@ -152,14 +152,27 @@ def notebook_cells(doc: str) -> list[dict]:
     return json.loads((ROOT / f"{doc}.ipynb").read_text(encoding="utf-8"))["cells"]
 
 
-def check_diagrams(page, doc: str) -> None:
-    "Every diagram the notebook shows (<img src=\"figures/...\">) is on the page, loaded, with its alt text."
+def translated(doc: str) -> dict[str, str]:
+    "The Chinese of each message of doc's catalogue, by its English (whitespace folded)."
+    import polib
+    po = ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / f"{doc}.po"
+    if not po.exists():
+        return {}
+    return {" ".join(e.msgid.split()): e.msgstr for e in polib.pofile(str(po))
+            if e.msgstr and "fuzzy" not in e.flags}
+
+
+def check_diagrams(page, doc: str, lang: str = "en") -> None:
+    """Every diagram the notebook shows (<img src=\"figures/...\">) is on the page, loaded,
+    with its alt text (on a Chinese page, the catalogue's translation of it)."""
+    chinese = translated(doc) if lang == "zh" else {}
     wanted = []
     for cell in notebook_cells(doc):
         if cell["cell_type"] == "markdown":
             for tag in re.findall(r"<img\b[^>]*>", "".join(cell["source"])):
                 src, alt = re.search(r'src="([^"]*)"', tag), re.search(r'alt="([^"]*)"', tag)
-                wanted.append((src.group(1) if src else "", alt.group(1) if alt else ""))
+                alt = alt.group(1) if alt else ""
+                wanted.append((src.group(1) if src else "", chinese.get(" ".join(alt.split()), alt)))
     shown = page.evaluate(
         "() => [...document.querySelectorAll('article img')].map(i => ({src: i.src, alt: i.alt,"
         " ok: i.complete && i.naturalWidth > 0, w: i.getBoundingClientRect().width}))")

@@ -129,3 +129,35 @@ def test_chinese_page_has_the_same_code_and_translated_prose(page):
                if len(LATIN_WORD.findall(p)) >= 5 and not CJK.search(p)
                and p.strip() not in GLOSSARY_TERMS]
     assert not english, f"{page}: paragraphs left in English: {english[:3]}"
+
+
+def test_every_part_of_the_contents_has_its_chinese_name():
+    "The captions of _toc.yml are in no page's catalogue: locales/zh_CN/LC_MESSAGES/_toc.po."
+    import polib
+    import yaml
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    captions = [part["caption"] for part in toc["parts"]]
+    po = polib.pofile(str(translations.LOCALE / "_toc.po"))
+    names = {e.msgid: e.msgstr for e in po if e.msgstr and "fuzzy" not in e.flags}
+    assert captions and not [c for c in captions if not CJK.search(names.get(c, ""))]
+
+
+@pytest.mark.browser
+def test_the_chinese_contents_name_their_parts_in_chinese():
+    "The sidebar of a Chinese page shows the part names of _toc.po, and MyST-NB's buttons."
+    html = (HTML / "zh" / "nbs" / "01_overview.html").read_text(encoding="utf-8")
+    parts = re.findall(r'<span class="caption-text">([^<]*)</span>', html)
+    assert parts and all(CJK.search(p) for p in parts), parts
+    assert "显示代码" in html and "Show code cell" not in html
+
+
+def test_bold_and_italic_survive_translation():
+    "CommonMark reads `它的**[查询](x)**` as text, asterisks and all: a space is needed."
+    misses = [m for page, po in translations.catalogues().items()
+              for m in translations.broken_emphasis(page, po)]
+    assert not misses, "\n".join(misses[:20])
+    import polib
+    po = polib.POFile()
+    po.append(polib.POEntry(msgid="its **[query](q)**, its key", msgstr="它的**[查询](q)**，它的键"))
+    po.append(polib.POEntry(msgid="its **[query](q)**, its key", msgstr="它的 **[查询](q)**，它的键"))
+    assert len(translations.broken_emphasis("nbs/03_attention", po)) == 1

@@ -137,6 +137,25 @@ def term_misses(page: str, po: polib.POFile) -> list[str]:
     return out
 
 
+def _markers(text: str) -> tuple[int, int]:
+    "The ** and lone * that CommonMark leaves as text (emphasis it did not see), outside code."
+    from markdown_it import MarkdownIt
+    html = MarkdownIt("commonmark").render(text)
+    html = re.sub(r"<code>.*?</code>|\$[^$]*\$", "", html, flags=re.S)
+    return html.count("**"), len(re.findall(r"(?<!\*)\*(?!\*)", html))
+
+
+def broken_emphasis(page: str, po: polib.POFile) -> list[str]:
+    """Messages whose translation shows ** or * as text where the English has emphasis:
+    CommonMark opens `**` before punctuation only after a space or punctuation, so
+    "它的**[查询](…)**" stays literal; "它的 **[查询](…)**" is bold."""
+    out = []
+    for e in po:
+        if e.msgstr and any(b > a for a, b in zip(_markers(e.msgid), _markers(e.msgstr))):
+            out.append(f"{page}: stray emphasis markers in: {e.msgstr[:70]}")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--terms", action="store_true", help="check the glossary's terms")

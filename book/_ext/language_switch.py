@@ -6,6 +6,9 @@ Each page opens with a link to the same page in the other language (`<link rel="
 hreflang>` in its head too). A Chinese page whose catalogue is not wholly translated (a message
 left empty or marked fuzzy) says so in one line, in Chinese, above its English text.
 
+The part names of the table of contents (_toc.yml's captions) are not in any page's
+catalogue: the Chinese build takes them from locales/zh_CN/LC_MESSAGES/_toc.po.
+
 A translated paragraph keeps each of its links' own targets. Sphinx gives a translated link the
 attributes of the English paragraph's link to the same page, matched by page alone, so that
 without `keep_link_anchors` every glossary link of a paragraph ("[编码器](glossary.md#encoder)
@@ -17,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from babel.messages.pofile import read_po
+from sphinx import addnodes
 from sphinx.transforms import i18n
 
 ZH = "zh_CN"
@@ -58,6 +62,27 @@ def add_switch(app, pagename: str, templatename: str, context: dict, doctree) ->
         f'\n<link rel="alternate" hreflang="{hreflang}" href="{href}">')
 
 
+TOC_CATALOGUE = "_toc"   # the part names' catalogue, beside the pages'
+
+
+@lru_cache(maxsize=None)
+def _catalogue_strings(po: Path) -> dict[str, str]:
+    if not po.exists():
+        return {}
+    with po.open("rb") as f:
+        return {m.id: m.string for m in read_po(f) if m.id and m.string and not m.fuzzy}
+
+
+def translate_parts(app, doctree) -> None:
+    "In the Chinese book, the captions of the table of contents' parts, translated."
+    if app.config.language != ZH:
+        return
+    names = _catalogue_strings(catalogue(app, TOC_CATALOGUE))
+    for toctree in doctree.findall(addnodes.toctree):
+        if toctree.get("caption") in names:
+            toctree["caption"] = names[toctree["caption"]]
+
+
 def keep_link_anchors() -> None:
     "A translated link keeps its own anchor (MyST's `reftargetid`), not the English one's."
     excluded = i18n.EXCLUDED_PENDING_XREF_ATTRIBUTES   # Sphinx 7: ('refexplicit',)
@@ -68,4 +93,5 @@ def keep_link_anchors() -> None:
 def setup(app):
     keep_link_anchors()
     app.connect("html-page-context", add_switch)
+    app.connect("doctree-read", translate_parts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
