@@ -24,9 +24,10 @@ SOURCES = {p.relative_to(PACKAGE).as_posix(): p.read_text() for p in PACKAGE.rgl
 ONLY = [
     (r"tempfile\.mkstemp\(", {"files.py"}),
     (r"os\.fsync\(", {"files.py"}),
-    (r"\bdef (write_atomically|write_text_atomically|sha256_of|cache_dir|read_small_file)\b",
-     {"files.py"}),
-    (r"hashlib\.sha256\(\)\n\s*with open\(", {"files.py"}),
+    (r"\bdef (write_atomically|write_text_atomically|sha256_of|cache_dir|read_small_file|"
+     r"open_regular|make_folders)\b", {"files.py"}),
+    (r"hashlib\.sha256\(\)\n\s*with open(_regular)?\(", {"files.py"}),
+    (r"S_ISREG", {"files.py"}),
     (r"/proc/cpuinfo", {"machine.py"}),
     (r"\bdef (cpu_details|describe_device|attention_policy)\b", {"machine.py"}),
     (r"enable_cudnn_sdp\(", {"machine.py"}),

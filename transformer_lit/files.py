@@ -103,8 +103,9 @@ class _Writer:
 
 
 def make_folders(folder: Path) -> None:
-    """folder and its missing parents, as `mkdir -p` makes them; where a file stands in
-    the way, a FileExistsError naming it ("[Errno 17] File exists: 'a'" named only a)."""
+    """folder and its missing parents, as `mkdir -p` makes them; where a file stands
+    in the way, a FileExistsError naming it ("[Errno 17] File exists: 'a'" did not say
+    what was wrong with a)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):

@@ -369,8 +369,9 @@ def _write_folder(theirs: nn.Module, tokenizer, card: str, out: Path,
 
     def save(folder: Path) -> None:
         try:
-            theirs.save_pretrained(folder)  # config, generation_config, model.safetensors
-            tokenizer.save_pretrained(folder)  # tokenizer.json, tokenizer_config.json
+            # config, generation_config, model.safetensors; tokenizer.json, its config
+            theirs.save_pretrained(folder)
+            tokenizer.save_pretrained(folder)
         except OSError:
             raise
         except Exception as e:  # safetensors' and tokenizers' errors, from Rust

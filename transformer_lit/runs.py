@@ -119,7 +119,7 @@ class _Started:
 
 
 def _speaks_first(sock: socket.socket) -> bool:
-    "Whether the program at the other end sends data unasked (a store waits to be asked)."
+    "Whether the other end sends data unasked (a store waits to be asked)."
     sock.settimeout(0.2)
     try:
         return bool(sock.recv(1))
