@@ -112,23 +112,47 @@ def test_term_check_catches_a_miss():
     assert len(translations.term_misses("nbs/07_encoder", po)) == 1
 
 
+def formulas(path: Path) -> set[str]:
+    "The TeX of every formula on a page, as Sphinx writes it for MathJax (spaces folded)."
+    tag = r'<(?:span|div) class="math notranslate nohighlight">(.*?)</(?:span|div)>'
+    return {" ".join(tex.split())
+            for tex in re.findall(tag, path.read_text(encoding="utf-8"), re.S)}
+
+
+def built_pages() -> list[str]:
+    "Every page of the book, as the table of contents lists them."
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_book import PAGES
+    return PAGES
+
+
 @pytest.mark.browser
-@pytest.mark.parametrize("page", [p for p in translations.required_pages()])
+@pytest.mark.parametrize("page", built_pages())
 def test_chinese_page_has_the_same_code_and_translated_prose(page):
-    """The Chinese page's code cells equal the English page's; its links lead where the English
-    page's do (in the order Chinese puts them); no paragraph is left in English."""
+    """Every Chinese page has the English page's code cells, math and links (in the order
+    Chinese puts them), and a link back to the English; on the reader's path no paragraph
+    is left in English, elsewhere an untranslated page says so."""
     en, zh = HTML / f"{page}.html", HTML / "zh" / f"{page}.html"
     if not zh.exists():
         pytest.fail(f"no built Chinese page {zh}: run make book")
     a, b = article(en), article(zh)
     assert b.code == a.code, f"{page}: the Chinese page's code differs from the English"
+    # the same formulas (a translation may name one twice where English says "one")
+    fa, fb = formulas(en), formulas(zh)
+    assert fa == fb, f"{page}: formulas only in English {fa - fb}, only in Chinese {fb - fa}"
     lost, gained = Counter(a.links) - Counter(b.links), Counter(b.links) - Counter(a.links)
     assert a.links and not lost and not gained, \
         f"{page}: links only in English {list(lost)[:4]}, only in Chinese {list(gained)[:4]}"
+    html = zh.read_text(encoding="utf-8")
+    back = "../" * page.count("/") + f"../{page}.html"
+    assert f'<p class="language-switch"><a href="{back}"' in html, f"{page}: no English link"
     english = [p for p in b.paragraphs
                if len(LATIN_WORD.findall(p)) >= 5 and not CJK.search(p)
                and p.strip() not in GLOSSARY_TERMS]
-    assert not english, f"{page}: paragraphs left in English: {english[:3]}"
+    if page in translations.required_pages():
+        assert not english, f"{page}: paragraphs left in English: {english[:3]}"
+    elif english:
+        assert 'class="untranslated-note"' in html, f"{page}: English left, and no note"
 
 
 def test_every_part_of_the_contents_has_its_chinese_name():
