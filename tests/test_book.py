@@ -67,7 +67,9 @@ def visit(browser, url: str, shot: Path) -> tuple[object, list[str]]:
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
     page.on("response", lambda r: errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
-    resp = page.goto(url, wait_until="load")   # images, scripts, styles; then fonts
+    # images, scripts and styles, then fonts; the front page redirects to the introduction
+    front = url.endswith("/index.html")
+    resp = page.goto(url, wait_until="networkidle" if front else "load")
     page.evaluate("() => document.fonts.ready.then(() => true)")
     assert resp is not None and resp.ok, f"{url} answered {resp and resp.status}"
     page.evaluate("() => window.MathJax?.startup?.promise")
