@@ -151,7 +151,7 @@ def test_chinese_page_has_the_same_code_and_translated_prose(page):
                and p.strip() not in GLOSSARY_TERMS]
     if page in translations.required_pages():
         assert not english, f"{page}: paragraphs left in English: {english[:3]}"
-    elif english:
+    elif english and page != "book/references":   # citations keep their own language
         assert 'class="untranslated-note"' in html, f"{page}: English left, and no note"
 
 
