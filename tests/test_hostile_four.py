@@ -567,3 +567,17 @@ def test_a_long_file_name_is_written_whole(tmp_path):
     target = tmp_path / ("a" * 240 + ".argosmodel")   # 251 bytes: a name Linux takes
     write_atomically(target, lambda f: f.write(b"x"))
     assert target.read_bytes() == b"x" and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_results_that_cannot_be_written_name_the_cause_not_none(tmp_path, capsys, cache):
+    """results.json a folder: 'cannot write the results in r1 (None); ... free some space'
+    (issue 50). The cause is named and the advice fits it; the checkpoint is kept."""
+    out = tmp_path / "r1"
+    assert run(["train", *TINY, "--steps", "2", "--out", str(out), "--quiet"], capsys)[0] == 0
+    (out / "results.json").unlink()
+    (out / "results.json").mkdir()
+    status, stdout, err = run(["train", "--steps", "4", "--out", str(out), "--resume",
+                               "--quiet"], capsys)
+    assert_one_line_error(status, stdout, err, f"{out / 'results.json'} is a folder",
+                          "last good checkpoint (step 4)", "--resume")
+    assert "None" not in err and "free some space" not in err

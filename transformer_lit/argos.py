@@ -18,7 +18,7 @@ import numpy as np
 from . import __version__
 from .data import SubwordTokenizer
 from .export import EXPORT_MARKER, to_ctranslate2
-from .files import make_folders, write_atomically
+from .files import make_folders, reason, write_atomically
 from .model import Transformer
 from .validate import ArgumentError, check_bool, check_path
 
@@ -209,7 +209,7 @@ def to_argos(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
     except OSError as e:  # a full disk: named by out, not by the temporary files
         if e.errno is None:  # a message of ours (make_folders), which names the path
             raise
-        raise OSError(e.errno, e.strerror, str(path)) from e
+        raise OSError(e.errno, reason(e), str(path)) from e
     return path
 
 # %% ../nbs/29_argos.ipynb #8568e2d3

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from transformer_lit.files import (
-    CACHE_ENV, CacheError, cache_dir, open_regular, sha256_of, write_text_atomically,
+    CACHE_ENV, CacheError, cache_dir, open_regular, reason, sha256_of,
+    write_text_atomically,
 )
 from .validate import ArgumentError, check_choice, check_texts
 
@@ -52,7 +53,7 @@ class CorpusError(CacheError):
 def unwritable(folder: Path, e: OSError) -> CorpusError:
     "The error for a cache folder that cannot be created or written."
     return CorpusError(
-        f"cannot write in the cache folder {folder} ({e.strerror}); set ${CACHE_ENV} "
+        f"cannot write in the cache folder {folder} ({reason(e)}); set ${CACHE_ENV} "
         "to a folder you can write"
     )
 
@@ -75,7 +76,7 @@ def verify_sha256(path: Path, expected: str | None = None) -> None:
         got = sha256_of(path)
     except OSError as e:  # e.g. a folder where the file should be
         raise CorpusError(
-            f"{path} is damaged ({e.strerror}): delete {path} and run again"
+            f"{path} is damaged ({reason(e)}): delete {path} and run again"
         ) from e
     if got != expected:
         raise CorpusError(
@@ -403,7 +404,7 @@ def read_checked(path: Path) -> list[str]:
         ) from e
     except OSError as e:  # e.g. a folder where the file should be
         raise CorpusError(
-            f"{path} is damaged ({e.strerror}): delete {path} and run again"
+            f"{path} is damaged ({reason(e)}): delete {path} and run again"
         ) from e
     head, _, trailer = text.rstrip("\n").rpartition("\n")
     head += "\n"

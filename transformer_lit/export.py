@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from .data import SPECIAL_PIECES, SubwordTokenizer
-from .files import make_folders
+from .files import make_folders, reason
 from .model import Transformer
 from .norms import LayerNorm
 from .positional import LearnedPositionalEncoding, PositionalEncoding
@@ -334,7 +334,7 @@ def write_export_folder(out: Path, save: Callable[[Path], None],
     except FileExistsError:  # the checks: their messages name the file
         raise
     except OSError as e:  # named by OUT, not by the hidden temporary folder
-        raise OSError(e.errno, e.strerror, str(out)) from e
+        raise OSError(e.errno, reason(e), str(out)) from e
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         for folder in made if not done else []:

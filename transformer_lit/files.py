@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import IO
 
 # %% auto #0
-__all__ = ['CACHE_ENV', 'CacheError', 'cache_dir', 'open_regular', 'sha256_of', 'make_folders', 'write_atomically',
-           'write_text_atomically', 'read_small_file']
+__all__ = ['CACHE_ENV', 'NO_SPACE', 'CacheError', 'cache_dir', 'open_regular', 'sha256_of', 'reason', 'make_folders',
+           'write_atomically', 'write_text_atomically', 'read_small_file']
 
 # %% ../nbs/33_files.ipynb #22197856
 CACHE_ENV = "TRANSFORMER_LIT_CACHE"  # the environment variable that moves the cache
@@ -77,6 +77,17 @@ def sha256_of(path: str | Path) -> str:
     return digest.hexdigest()
 
 # %% ../nbs/33_files.ipynb #3c86e2f8
+# the errors of a full disk, a full quota or a file-size limit: what frees space helps
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def reason(e: OSError) -> str:
+    """What went wrong, for a message: the system's words (`No space left on
+    device`), or the sentence of an error raised with one (`out is a folder: ...`),
+    whose strerror is None."""
+    return e.strerror or str(e)
+
+
 def _file_mode() -> int:
     "The mode a new file gets from open(): 0o666 less the process's umask."
     umask = os.umask(0)

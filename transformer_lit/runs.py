@@ -28,7 +28,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from .files import open_regular
+from .files import open_regular, reason
 
 # %% auto #0
 __all__ = ['RENDEZVOUS_SECONDS', 'RUN_FILES', 'LOCK_FILE', 'RUN_MARKER', 'RendezvousError', 'World', 'world_from_env',
@@ -164,7 +164,7 @@ def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
                 spoke = _speaks_first(probe)
             break
         except OSError as e:
-            wait(f"rank {world.rank} could not reach rank 0 ({e.strerror or e})")
+            wait(f"rank {world.rank} could not reach rank 0 ({reason(e)})")
     if world.rank > 0 and spoke:  # torch's client would log pages of C++ stack traces
         raise RendezvousError(
             f"the program at {where} is not rank 0's store: it sent data unasked; "
@@ -189,7 +189,7 @@ def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
         store = connecting.result()
     except OSError as e:  # the address: unknown, not this machine's, or taken
         raise RendezvousError(
-            f"rank 0 cannot listen at {where}: {e.strerror or e}"
+            f"rank 0 cannot listen at {where}: {reason(e)}"
         ) from None
     except RuntimeError as e:  # torch's DistNetworkError and DistStoreError
         first = (str(e).strip() or type(e).__name__).splitlines()[0]
@@ -451,7 +451,7 @@ def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path 
                 f"{folder / LOCK_FILE} is a symbolic link, which no run makes; "
                 "remove it or give another folder"
             ) from e
-        raise RunFolderError(f"{folder} is not writable ({e.strerror})") from e
+        raise RunFolderError(f"{folder} is not writable ({reason(e)})") from e
     created = missing[-1] if missing else None
     try:
         _check_contents(folder, resume, force)  # a run may have written meanwhile
@@ -464,7 +464,7 @@ def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path 
         mark_run_folder(folder)  # before the run writes any of its files
     except OSError as e:
         release_run_folder(folder, fd, created)
-        raise RunFolderError(f"cannot mark {folder} as a run's ({e.strerror})") from e
+        raise RunFolderError(f"cannot mark {folder} as a run's ({reason(e)})") from e
     return fd, created
 
 

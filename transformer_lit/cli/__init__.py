@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from .export import add_export_command
 from .shared import CliError, report
+from ..files import reason
 from .train import add_train_command
 from .translate import add_translate_command
 from ..fast import training_step_for
@@ -81,4 +82,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as e:  # e.g. standard output on a full disk
-        return report(args.command, CliError(f"cannot write the output ({e.strerror})"))
+        return report(args.command, CliError(f"cannot write the output ({reason(e)})"))

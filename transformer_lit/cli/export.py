@@ -16,6 +16,7 @@ from transformer_lit.cli.shared import (
 from transformer_lit.export import (
     check_replaceable, quantizations, require_ctranslate2, to_ctranslate2,
 )
+from ..files import reason
 from ..huggingface import require_transformers, to_huggingface
 
 # %% auto #0
@@ -148,7 +149,7 @@ def run_export(args: argparse.Namespace) -> int:
     except ValueError as e:  # a model this export cannot map
         raise CliError(str(e)) from e
     except OSError as e:  # a full disk, a folder that cannot be written
-        said = e.strerror or str(e)
+        said = reason(e)
         raise CliError(
             f"cannot write {e.filename}: {said}" if e.filename else said
         ) from e

@@ -33,7 +33,7 @@ from transformer_lit.cli.shared import (
 from transformer_lit.corpus import (
     ENGLISH_VERSIONS, FRENCH_VERSIONS, load_verses, version_pairs,
 )
-from ..files import CacheError, write_atomically
+from ..files import NO_SPACE, CacheError, reason, write_atomically
 from transformer_lit.data import (
     SPECIAL_PIECES, SubwordTokenizer, encode_pairs, make_batches, reference_set,
     split_by_book, train_tokenizer,
@@ -396,7 +396,7 @@ def _saver(run: _Run) -> Callable[[TrainState], None]:
             _save_run(run, state)
         except OSError as e:  # the atomic save left the previous checkpoint as it was
             raise CliError(f"cannot save {run.job.out / 'checkpoint.pt'} "
-                           f"({e.strerror}); {_last_good(run)}") from e
+                           f"({reason(e)}); {_last_good(run)}") from e
         run.saved.append(state.step)
 
     return save
@@ -520,9 +520,10 @@ def _write_results(run: _Run, averaged: Transformer, record: dict) -> None:
                         record=record)
         write_atomically(out / "results.json", lambda f: f.write(results))
     except OSError as e:
-        raise CliError(f"cannot write the results in {out} ({e.strerror}); "
-                       f"{_last_good(run)}: free some space and run the same command "
-                       "with --resume to write them") from e
+        fix = "free some space" if e.errno in NO_SPACE else "fix that"
+        raise CliError(f"cannot write the results in {out} ({reason(e)}); "
+                       f"{_last_good(run)}: {fix} and run the same command with "
+                       "--resume to write them") from e
 
 
 def _scores(run: _Run, averaged: Transformer, valid: list, routes: TrainRoutes) -> dict:
