@@ -581,3 +581,30 @@ def test_results_that_cannot_be_written_name_the_cause_not_none(tmp_path, capsys
     assert_one_line_error(status, stdout, err, f"{out / 'results.json'} is a folder",
                           "last good checkpoint (step 4)", "--resume")
     assert "None" not in err and "free some space" not in err
+
+
+def test_a_folder_named_like_a_stale_temporary_file_is_left_alone(tmp_path, capsys, cache):
+    """Only what a killed save leaves (a regular file .checkpoint.pt.*.tmp) is removed; a
+    folder of that name was 'unlinked' and the run ended with '(Is a directory)'."""
+    out = tmp_path / "r1"
+    assert run(["train", *TINY, "--steps", "2", "--out", str(out), "--quiet"], capsys)[0] == 0
+    (out / ".checkpoint.pt.x1.tmp").mkdir()
+    (out / ".checkpoint.pt.x1.tmp" / "mine").write_text("the user's")
+    (out / ".model.pt.x2.tmp").write_bytes(b"half a save")
+    status, _, err = run(["train", "--steps", "3", "--out", str(out), "--resume", "--quiet"],
+                         capsys)
+    assert status == 0 and "Is a directory" not in err, err
+    assert (out / ".checkpoint.pt.x1.tmp" / "mine").read_text() == "the user's"
+    assert not (out / ".model.pt.x2.tmp").exists()
+
+
+def test_an_unforeseen_file_error_names_its_file_not_the_output(monkeypatch, capsys, tmp_path):
+    "Any OSError was 'cannot write the output (...)', also one about another file."
+    import transformer_lit.cli.translate as translate_command
+
+    def fails(args):
+        raise IsADirectoryError(21, "Is a directory", str(tmp_path / "x.tmp"))
+    monkeypatch.setattr(translate_command, "run_translate", fails)
+    status, stdout, err = run(["translate", "Hi."], capsys)
+    assert_one_line_error(status, stdout, err, f"{tmp_path / 'x.tmp'}: Is a directory")
+    assert "output" not in err

@@ -327,8 +327,11 @@ def unlock_folder(folder: Path, fd: int) -> None:
 
 
 def stale_temporary_files(folder: Path) -> list[Path]:
-    "Temporary files that a killed save of RUN_FILES left in folder, and only those."
-    return [p for name in RUN_FILES for p in folder.glob(f".{glob.escape(name)}.*.tmp")]
+    """Temporary files that a killed save of RUN_FILES left in folder, and only those:
+    regular files (a folder or a link of such a name is not a save's, and stays)."""
+    found = (p for name in RUN_FILES
+             for p in folder.glob(f".{glob.escape(name)}.*.tmp"))
+    return [p for p in found if p.is_file() and not p.is_symlink()]
 
 # %% ../nbs/21_runs.ipynb #14df9182
 class RunFolderError(ValueError):

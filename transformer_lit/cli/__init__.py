@@ -82,4 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as e:  # e.g. standard output on a full disk
-        return report(args.command, CliError(f"cannot write the output ({reason(e)})"))
+        # one that names a file is about that file, not the output
+        said = (f"{e.filename}: {reason(e)}" if e.filename
+                else f"cannot write the output ({reason(e)})")
+        return report(args.command, CliError(said))
