@@ -165,7 +165,7 @@ def _rendezvous(world: World, seconds: float) -> dist.TCPStore:
             break
         except OSError as e:
             wait(f"rank {world.rank} could not reach rank 0 ({reason(e)})")
-    if world.rank > 0 and spoke:  # torch's client would log pages of C++ stack traces
+    if spoke:  # torch's client would log pages of C++ stack traces
         raise RendezvousError(
             f"the program at {where} is not rank 0's store: it sent data unasked; "
             "give the address and port of rank 0"
