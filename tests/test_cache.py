@@ -93,8 +93,8 @@ def test_the_attention_computes_its_keys_and_values_and_the_cache_only_stores_th
             cache.advance()
         # each position's projection on its own: a matrix product over three rows may
         # round differently from three products over one (it does on some processors)
-        k, v = (torch.cat(kv, dim=-2) for kv in zip(*(attn.keys_values(x[:, t:t + 1], x[:, t:t + 1])
-                                                       for t in range(3))))
+        steps = [attn.keys_values(x[:, t:t + 1], x[:, t:t + 1]) for t in range(3)]
+        k, v = (torch.cat(parts, dim=-2) for parts in zip(*steps))
         full = attn(x, x, x, mask=causal_mask(3))
     assert torch.equal(cache.self_k[0], k) and torch.equal(cache.self_v[0], v)
     torch.testing.assert_close(torch.cat(outs, dim=1), full)
