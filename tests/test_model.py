@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import math
 import re
 
@@ -12,9 +13,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transformer_lit.ffn import FeedForward
 from transformer_lit.masking import causal_mask
-from transformer_lit.model import (Transformer, TransformerConfig, check_tokens, greedy_decode_uncached,
-                                   load_torch_transformer)
+from transformer_lit.model import (Transformer, TransformerConfig, check_tokens, config_from_dict, config_to_dict,
+                                   greedy_decode_uncached, load_torch_transformer)
+from transformer_lit.norms import LayerNorm
+from transformer_lit.positional import LearnedPositionalEncoding, PositionalEncoding
+from transformer_lit.validate import ArgumentError
 
 CASES = [(1, 5, 4), (3, 7, 5), (4, 6, 9)]   # (B, S, T): batch 1 and > 1, S != T
 PAD, BOS, EOS = 0, 1, 2
@@ -407,3 +412,61 @@ def test_greedy_pads_rows_after_their_eos():
         else:
             expected = free[b]
         assert torch.equal(out[b], expected), f"row {b}: {out[b].tolist()} != {expected.tolist()}"
+
+
+# ---------------------------------------------------------------- the config names every choice (issue 56)
+
+def test_config_names_every_choice_with_the_papers_defaults():
+    base = TransformerConfig(100, 120)
+    assert (base.activation, base.positional, base.norm_eps) == ("relu", "sinusoidal", 1e-5)
+    model = Transformer(TransformerConfig.tiny())
+    assert {type(m.activation) for m in model.modules() if isinstance(m, FeedForward)} == {nn.ReLU}
+    assert {m.eps for m in model.modules() if isinstance(m, LayerNorm)} == {1e-5}
+    assert type(model.pos) is PositionalEncoding
+
+
+def test_the_model_is_built_from_its_config():
+    torch.manual_seed(17)
+    config = TransformerConfig.tiny(activation="gelu", positional="learned", norm_eps=1e-6, norm_first=True)
+    model = Transformer(config)
+    ffns = [m for m in model.modules() if isinstance(m, FeedForward)]
+    assert len(ffns) == 4 and all(type(f.activation) is nn.GELU and f.activation.approximate == "none"
+                                  for f in ffns)
+    norms = [m for m in model.modules() if isinstance(m, LayerNorm)]
+    assert len(norms) == 2 * 2 + 3 * 2 + 2 and {n.eps for n in norms} == {1e-6}   # with the final norms
+    assert isinstance(model.pos, LearnedPositionalEncoding)
+    table = model.state_dict()["pos.embedding.weight"]
+    assert table.shape == (config.max_len, config.d_model)
+    assert abs(table.std().item() - 0.5 ** 0.5) < 0.05   # its own N(0, 1/2), not the embeddings' 1/D
+    x = torch.randn(2, 3, 32)
+    f = ffns[0].eval()
+    torch.testing.assert_close(f(x), f.linear2(F.gelu(f.linear1(x))))
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (dict(activation="tanh"), "activation must be one of gelu, relu, got 'tanh'"),
+    (dict(positional="rotary"), "positional must be one of learned, sinusoidal, got 'rotary'"),
+    (dict(norm_eps=0.0), "norm_eps must be"),
+    (dict(norm_eps="1e-5"), "norm_eps must be"),
+    (dict(activation=None), "activation must be one of"),
+])
+def test_config_refuses_a_choice_it_cannot_build(overrides, words):
+    with pytest.raises(ArgumentError, match=f"^{re.escape(words)}"):
+        TransformerConfig.tiny(**overrides)
+
+
+def test_config_dict_round_trip_and_refusals():
+    config = TransformerConfig.tiny(activation="gelu", positional="learned", norm_eps=1e-6, share_embeddings=False)
+    data = config_to_dict(config)
+    assert json.loads(json.dumps(data)) == data                     # plain JSON data
+    assert config_from_dict(json.loads(json.dumps(data))) == config
+    older = {k: v for k, v in data.items() if k not in ("activation", "positional", "norm_eps")}
+    assert config_from_dict(older) == TransformerConfig.tiny()     # an older file means the paper's choices
+    with pytest.raises(ArgumentError, match="^config has unknown field 'actvation'; known: activation, "):
+        config_from_dict({**data, "actvation": "gelu"})
+    with pytest.raises(ArgumentError, match="^config has no src_vocab_size$"):
+        config_from_dict({k: v for k, v in data.items() if k != "src_vocab_size"})
+    with pytest.raises(ArgumentError, match="^a config must be a dict, got list$"):
+        config_from_dict([1, 2])
+    with pytest.raises(ArgumentError, match="^d_model must be"):
+        config_from_dict({**data, "d_model": "32"})

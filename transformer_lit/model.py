@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -14,21 +15,34 @@ from torch import Tensor, nn
 
 from .decoder import Decoder, copy_from_torch_decoder_layer
 from .encoder import Encoder, copy_from_torch_encoder_layer
+from .ffn import FeedForward
 from .masking import causal_mask, padding_mask
-from .positional import MAX_LEN, PositionalEncoding
+from .norms import LayerNorm
+from transformer_lit.positional import (
+    MAX_LEN, LearnedPositionalEncoding, PositionalEncoding,
+)
 from transformer_lit.validate import (
-    ArgumentError, check_bool, check_int, check_int_tensor, check_positive_int,
-    check_probability, check_token_ids,
+    ArgumentError,
+    check_bool,
+    check_choice,
+    check_int,
+    check_int_tensor,
+    check_positive_int,
+    check_number,
+    check_probability,
+    check_token_ids,
 )
 
 # %% auto #0
-__all__ = ['TransformerConfig', 'check_token_shape', 'check_tokens', 'Transformer', 'greedy_decode_uncached',
-           'load_torch_transformer']
+__all__ = ['TransformerConfig', 'config_to_dict', 'config_from_dict', 'check_token_shape', 'check_tokens', 'Transformer',
+           'greedy_decode_uncached', 'load_torch_transformer']
 
 # %% ../nbs/09_transformer.ipynb #d82cffcb
 @dataclass(frozen=True)
 class TransformerConfig:
-    "Sizes of a Transformer; defaults are the paper's base model (Table 3)."
+    """Sizes and switches of a Transformer; defaults are the paper's base model (Table
+    3)."""
+
     src_vocab_size: int
     tgt_vocab_size: int
     d_model: int = 512
@@ -40,21 +54,26 @@ class TransformerConfig:
     pad_id: int = 0
     # one matrix for source, target and output (§3.4); needs equal vocabularies
     share_embeddings: bool = False
-    norm_first: bool = False         # False = post-norm, as in the paper
+    norm_first: bool = False  # False = post-norm, as in the paper
+    activation: str = "relu"  # the paper's; or "gelu" (chapter 06)
+    positional: str = "sinusoidal"  # the paper's; or "learned" (chapter 02)
+    norm_eps: float = 1e-5  # every LayerNorm's epsilon (chapter 05)
 
     def __post_init__(self):
         _check_config(self)  # every size and switch, with its name (Deeper, below)
 
     @classmethod
-    def big(cls, src_vocab_size: int, tgt_vocab_size: int,
-            **overrides) -> "TransformerConfig":
+    def big(
+        cls, src_vocab_size: int, tgt_vocab_size: int, **overrides
+    ) -> "TransformerConfig":
         "The paper's big model: D=1024, H=16, F=4096, dropout 0.3 (Table 3)."
         sizes = dict(d_model=1024, n_heads=16, d_ff=4096, dropout=0.3)
         return cls(src_vocab_size, tgt_vocab_size, **{**sizes, **overrides})
 
     @classmethod
-    def tiny(cls, src_vocab_size: int = 50, tgt_vocab_size: int = 60,
-             **overrides) -> "TransformerConfig":
+    def tiny(
+        cls, src_vocab_size: int = 50, tgt_vocab_size: int = 60, **overrides
+    ) -> "TransformerConfig":
         "A model small enough for unit tests: D=32, H=4, 2+2 layers, F=64."
         sizes = dict(d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=64)
         return cls(src_vocab_size, tgt_vocab_size, **{**sizes, **overrides})
@@ -74,11 +93,37 @@ def _check_config(config: TransformerConfig) -> None:
     check_probability("dropout", config.dropout)
     check_bool("share_embeddings", config.share_embeddings)
     check_bool("norm_first", config.norm_first)
+    check_choice("activation", config.activation, ("relu", "gelu"))
+    check_choice("positional", config.positional, ("sinusoidal", "learned"))
+    check_number("norm_eps", config.norm_eps, 0.0, 1.0, low_open=True)
     if config.share_embeddings and config.src_vocab_size != config.tgt_vocab_size:
         raise ArgumentError(
             "share_embeddings=True needs src_vocab_size == tgt_vocab_size, got "
             f"{config.src_vocab_size} and {config.tgt_vocab_size}"
         )
+
+
+# %% ../nbs/09_transformer.ipynb #b1c0e5a1
+def config_to_dict(config: TransformerConfig) -> dict[str, Any]:
+    "Every field of config as plain data, the form config.json stores (chapter 14)."
+    return asdict(config)
+
+
+def config_from_dict(data: Any) -> TransformerConfig:
+    """The TransformerConfig of config_to_dict's data; a name it does not know, or a
+    missing vocabulary size, is refused with its name."""
+    if not isinstance(data, dict):
+        raise ArgumentError(f"a config must be a dict, got {type(data).__name__}")
+    known = {f.name for f in fields(TransformerConfig)}
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise ArgumentError(f"config has unknown field {unknown[0]!r}; "
+                            f"known: {', '.join(sorted(known))}")
+    for name in ("src_vocab_size", "tgt_vocab_size"):
+        if name not in data:
+            raise ArgumentError(f"config has no {name}")
+    return TransformerConfig(**data)  # each value checked, with its name
+
 
 # %% ../nbs/09_transformer.ipynb #19890031
 def check_token_shape(name: str, tokens: Tensor, max_len: int) -> None:
@@ -109,19 +154,22 @@ class Transformer(nn.Module):
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model)
         self.src_embed = (self.tgt_embed if c.share_embeddings
                           else nn.Embedding(c.src_vocab_size, c.d_model))
-        # one table, used by both stacks
-        self.pos = PositionalEncoding(c.d_model, c.max_len, c.dropout)
+        # one table (sinusoids, or learned vectors), used by both stacks
+        positions = (LearnedPositionalEncoding if c.positional == "learned"
+                     else PositionalEncoding)
+        self.pos = positions(c.d_model, c.max_len, c.dropout)
         sizes = (c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
         self.encoder, self.decoder = Encoder(*sizes), Decoder(*sizes)
+        _set_activation_and_eps(self, c.activation, c.norm_eps)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Xavier-uniform for every matrix (as nn.Transformer); embeddings N(0, 1/D), so
         embedding * sqrt(D) has unit scale."""
         for name, p in self.named_parameters():
-            if "embed" in name:
+            if name.startswith(("src_embed.", "tgt_embed.")):
                 nn.init.normal_(p, std=self.config.d_model**-0.5)
-            elif p.dim() > 1:
+            elif p.dim() > 1 and not name.startswith("pos."):  # learned: its own
                 nn.init.xavier_uniform_(p)
 
     def encode(self, src: Tensor) -> Tensor:
@@ -158,6 +206,17 @@ class Transformer(nn.Module):
         """src (B, S), tgt (B, T) -> logits (B, T, tgt_vocab_size): position t scores
         token t+1."""
         return self.decode(tgt, self.encode(src), src)
+
+# %% ../nbs/09_transformer.ipynb #b1c0e5a3
+def _set_activation_and_eps(model: nn.Module, activation: str, eps: float) -> None:
+    """Give every feed-forward of model the activation (chapter 06) and every LayerNorm
+    the epsilon eps (chapter 05); the stacks of chapters 07 and 08 use the paper's."""
+    for module in model.modules():
+        if isinstance(module, FeedForward):
+            module.activation = nn.GELU() if activation == "gelu" else nn.ReLU()
+        elif isinstance(module, LayerNorm):
+            module.eps = eps
+
 
 # %% ../nbs/09_transformer.ipynb #7ba43d45
 @torch.no_grad()
