@@ -22,7 +22,9 @@ SOURCES = {p.relative_to(PACKAGE).as_posix(): p.read_text() for p in PACKAGE.rgl
 # what only one module may do: (pattern, the module allowed); export.py's
 # write_export_folder replaces a whole folder (os.replace of a folder), not a file
 ONLY = [
-    (r"tempfile\.mkstemp\(", {"files.py"}),
+    (r"os\.O_EXCL\b", {"files.py"}),
+    # the umask is read in one place (without changing it where /proc has it)
+    (r"os\.umask\(", {"files.py"}),
     (r"os\.fsync\(", {"files.py"}),
     (r"\bdef (write_atomically|write_text_atomically|sha256_of|cache_dir|read_small_file|"
      r"open_regular|make_folders)\b", {"files.py"}),

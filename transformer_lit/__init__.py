@@ -55,7 +55,7 @@ catches it. What is wrong outside the arguments has a class of its own:
   corpus.CorpusError              the corpus cannot be fetched or fails its check
   runs.RendezvousError            the processes of a run cannot meet (names the variable)
   runs.RunFolderError             a run folder that cannot be used as asked
-  runs.FolderBusy                 a run folder that another process holds
+  files.LockBusy                  a run folder or export that another process holds
   cli.shared.CliError             a user's mistake at the command line: one line, exit 2
   cli.shared.Interrupted          a signal stopped a command: exit 128 + its number
   inference.InputTruncatedWarning   a sentence longer than the model reads was cut

@@ -5,18 +5,24 @@
 # %% ../nbs/33_files.ipynb #b580962f
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import hashlib
 import os
+import secrets
+import socket
 import stat
-import tempfile
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
 # %% auto #0
-__all__ = ['CACHE_ENV', 'NO_SPACE', 'CacheError', 'cache_dir', 'open_regular', 'sha256_of', 'reason', 'make_folders',
-           'write_atomically', 'write_text_atomically', 'read_small_file']
+__all__ = ['CACHE_ENV', 'NO_SPACE', 'CacheError', 'cache_dir', 'open_regular', 'sha256_of', 'reason', 'current_umask',
+           'make_folders', 'write_atomically', 'write_text_atomically', 'read_small_file', 'LockBusy', 'take_lock',
+           'release_lock', 'check_unlocked', 'holding_lock']
 
 # %% ../nbs/33_files.ipynb #22197856
 CACHE_ENV = "TRANSFORMER_LIT_CACHE"  # the environment variable that moves the cache
@@ -88,11 +94,34 @@ def reason(e: OSError) -> str:
     return e.strerror or str(e)
 
 
-def _file_mode() -> int:
-    "The mode a new file gets from open(): 0o666 less the process's umask."
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it (Linux's /proc/self/status); where
+    that file is missing, set and put back under a lock, as os.umask alone allows."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    with _UMASK_LOCK:
+        umask = os.umask(0o077)
+        os.umask(umask)
+    return umask
+
+
+def _new_temporary_file(folder: Path, name: str) -> tuple[int, Path]:
+    """A new file beside folder/name, open for writing, with an unguessable name. O_EXCL
+    never opens through a link planted there; mode 0o666 is cut by the umask by the
+    kernel itself, so nothing changes a mode by name afterwards."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        # a short name of its own: `.{name}...` would pass 255 bytes for a long name
+        tmp = folder / f".{name[:64]}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:  # one chance in 2^32: draw another name
+            continue
 
 
 class _Writer:
@@ -135,9 +164,7 @@ def write_atomically(path: str | Path, write: Callable[[IO[bytes]], object]) -> 
     if path.is_dir():  # else the rename fails, naming the temporary file
         raise IsADirectoryError(f"{path} is a folder: give the file's name")
     make_folders(path.parent)
-    # a short name of its own: `.{path.name}...` would pass 255 bytes for a long name
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.",
-                               suffix=".tmp")
+    fd, tmp = _new_temporary_file(path.parent, path.name)
     try:
         with os.fdopen(fd, "wb") as f:
             out = _Writer(f)
@@ -149,11 +176,15 @@ def write_atomically(path: str | Path, write: Callable[[IO[bytes]], object]) -> 
                 raise out.error from e
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, _file_mode())  # mkstemp makes it 0o600; give it the umask's
+            if os.lstat(tmp).st_ino != os.fstat(f.fileno()).st_ino:
+                raise OSError(errno.EEXIST, "changed by another process during the "
+                              "write; nothing was replaced", str(tmp))
         # atomic: readers see the old file or the new one, never a mix
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # unless it was swapped: then not ours
+            if not stat.S_ISLNK(os.lstat(tmp).st_mode):
+                tmp.unlink()
         raise
     return path
 
@@ -172,3 +203,70 @@ def read_small_file(path: str | Path, limit: int) -> str:
     if len(data) > limit:
         raise ValueError(f"{path} is larger than {limit:,} bytes")
     return data.decode("utf-8")
+
+# %% ../nbs/33_files.ipynb #a7f3c102
+class LockBusy(RuntimeError):
+    "Another process holds a lock; the message names the holder and the wait."
+
+
+def _holder(fd: int) -> str:
+    "What the holder wrote in its lock file: pid and host."
+    return os.pread(fd, 256, 0).decode("utf-8", "replace").strip() or "another process"
+
+
+def take_lock(path: Path, what: str, wait: float = 0.0) -> int:
+    """An exclusive flock on the file path (made if missing, never through a link),
+    its holder written in it; LockBusy naming what, the holder and the wait once wait
+    seconds have passed. Returns the descriptor for release_lock."""
+    deadline = time.monotonic() + wait
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            if time.monotonic() >= deadline:
+                waited = f"waited {wait:g} s" if wait > 0 else "refused at once"
+                raise LockBusy(f"{what} is in use by {holder} ({waited})") from None
+            time.sleep(0.05)
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break  # the file at path is the one we locked
+        os.close(fd)  # its holder removed it as we locked it: lock the new one
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+    return fd
+
+# %% ../nbs/33_files.ipynb #a7f3c103
+def release_lock(path: Path, fd: int) -> None:
+    """Remove the lock file, then release the lock; a file that cannot be removed (a
+    read-only file system) is left, its lock released all the same."""
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+    os.close(fd)
+
+
+def check_unlocked(path: Path, what: str) -> None:
+    "LockBusy, naming the holder, if a process holds the lock at path; creates nothing."
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released by the close below
+    except BlockingIOError:
+        raise LockBusy(f"{what} is in use by {_holder(fd)}") from None
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def holding_lock(path: Path, what: str, wait: float = 0.0) -> Iterator[int]:
+    "take_lock(path, what, wait) for the block; released on the way out."
+    fd = take_lock(path, what, wait)
+    try:
+        yield fd
+    finally:
+        release_lock(path, fd)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import glob
 import os
 import socket
@@ -28,14 +27,15 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from .files import open_regular, reason
+from transformer_lit.files import (
+    LockBusy, check_unlocked, open_regular, reason, release_lock, take_lock,
+)
 
 # %% auto #0
 __all__ = ['RENDEZVOUS_SECONDS', 'RUN_FILES', 'LOCK_FILE', 'RUN_MARKER', 'RendezvousError', 'World', 'world_from_env',
-           'join_processes', 'leave_processes', 'any_rank', 'data_parallel', 'FolderBusy', 'lock_folder',
-           'check_unlocked', 'unlock_folder', 'stale_temporary_files', 'RunFolderError', 'mark_run_folder',
-           'written_by_run', 'check_outside_package', 'check_own_folder', 'check_run_folder', 'take_run_folder',
-           'release_run_folder', 'clear_run']
+           'join_processes', 'leave_processes', 'any_rank', 'data_parallel', 'lock_folder', 'stale_temporary_files',
+           'RunFolderError', 'mark_run_folder', 'written_by_run', 'check_outside_package', 'check_own_folder',
+           'check_run_folder', 'take_run_folder', 'release_run_folder', 'clear_run']
 
 # %% ../nbs/21_runs.ipynb #78c5c1c0
 class RendezvousError(ValueError):
@@ -275,55 +275,10 @@ LOCK_FILE = ".transformer-lit.lock"  # exists while a run holds the folder
 RUN_MARKER = ".transformer-lit-run"
 
 
-class FolderBusy(RuntimeError):
-    "Another process holds the lock of a run folder; the message names it."
-
-
 def lock_folder(folder: Path) -> int:
-    """Take folder's lock (flock on folder/LOCK_FILE, released when the process ends);
-    FolderBusy, naming the holder, if another process has it. Returns its fd."""
-    path = folder / LOCK_FILE
-    while True:
-        # O_NOFOLLOW: a link planted at path would make us write through it
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 256, 0).decode("utf-8", "replace").strip()
-            os.close(fd)
-            raise FolderBusy(
-                f"{folder} is in use by {holder or 'another process'}"
-            ) from None
-        with contextlib.suppress(FileNotFoundError):
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                break  # the file at path is the one we locked
-        os.close(fd)  # its holder removed it as we locked it: lock the new one
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
-    return fd
-
-
-def check_unlocked(folder: Path) -> None:
-    "FolderBusy, naming the holder, if a process holds folder's lock; creates nothing."
-    try:
-        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released by the close below
-    except BlockingIOError:
-        holder = os.pread(fd, 256, 0).decode("utf-8", "replace").strip()
-        raise FolderBusy(
-            f"{folder} is in use by {holder or 'another process'}"
-        ) from None
-    finally:
-        os.close(fd)
-
-
-def unlock_folder(folder: Path, fd: int) -> None:
-    "Remove the lock file, then release the lock (lock_folder's loop covers the gap)."
-    (folder / LOCK_FILE).unlink(missing_ok=True)
-    os.close(fd)
+    """Take folder's lock: chapter 33's take_lock on folder/LOCK_FILE, refused at once
+    (LockBusy naming the holder) if another process has it. Returns its fd."""
+    return take_lock(folder / LOCK_FILE, str(folder), wait=0)
 
 
 def stale_temporary_files(folder: Path) -> list[Path]:
@@ -419,8 +374,9 @@ def check_run_folder(folder: Path, resume: bool, force: bool) -> None:
     if folder.is_dir():
         check_own_folder(folder)
     try:
-        check_unlocked(folder)  # a run in progress is named before anything else
-    except FolderBusy as e:
+        # a run in progress is named before anything else
+        check_unlocked(folder / LOCK_FILE, str(folder))
+    except LockBusy as e:
         raise RunFolderError(f"{e}; wait for it to end or give another folder") from e
     except OSError:
         pass  # a folder that cannot be read: take_run_folder says what is wrong
@@ -445,7 +401,7 @@ def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path 
         fd = lock_folder(folder)
         with tempfile.TemporaryFile(dir=folder):
             pass
-    except FolderBusy as e:
+    except LockBusy as e:
         raise RunFolderError(f"{e}; wait for it to end or give another folder") from e
     except OSError as e:
         _remove_empty(missing)  # what mkdir made of a path it then refused
@@ -474,7 +430,7 @@ def take_run_folder(folder: Path, resume: bool, force: bool) -> tuple[int, Path 
 def release_run_folder(folder: Path, fd: int, created: Path | None) -> None:
     """Unlock folder; if take_run_folder created it and no run file was written, remove
     it."""
-    unlock_folder(folder, fd)
+    release_lock(folder / LOCK_FILE, fd)
     if created is not None and {p.name for p in folder.iterdir()} <= {RUN_MARKER}:
         (folder / RUN_MARKER).unlink(missing_ok=True)
         for parent in (folder, *folder.parents):
