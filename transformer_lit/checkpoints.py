@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import platform
 import random
 import zipfile
@@ -17,17 +18,26 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from safetensors import SafetensorError
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
 from torch.overrides import TorchFunctionMode
 
-from .files import write_atomically
+from transformer_lit.files import (
+    open_regular, read_small_file, write_atomically, write_text_atomically,
+)
 from .machine import describe_device
-from .model import Transformer, TransformerConfig
+from transformer_lit.model import (
+    Transformer, TransformerConfig, config_from_dict, config_to_dict,
+)
 from .validate import ArgumentError
 
 # %% auto #0
-__all__ = ['CHECKPOINT_FORMAT', 'RESERVED', 'TABLE_BYTES', 'MAX_LEN_LIMIT', 'rng_states', 'restore_rng_states',
-           'average_state_dicts', 'run_record', 'CheckpointError', 'check_plain_data', 'weights_sha256', 'entry_sha256',
-           'save_checkpoint', 'load_checkpoint', 'model_from_checkpoint', 'checked_config']
+__all__ = ['CHECKPOINT_FORMAT', 'RESERVED', 'TABLE_BYTES', 'MAX_LEN_LIMIT', 'MODEL_FORMAT', 'CONFIG_FILE', 'WEIGHTS_FILE',
+           'TOKENIZER_FILE', 'MODEL_FILES', 'CONFIG_LIMIT', 'rng_states', 'restore_rng_states', 'average_state_dicts',
+           'run_record', 'CheckpointError', 'check_plain_data', 'weights_sha256', 'entry_sha256', 'save_checkpoint',
+           'load_checkpoint', 'model_from_checkpoint', 'checked_config', 'stored_tensors', 'save_model',
+           'read_model_files', 'load_model']
 
 # %% ../nbs/14_checkpoints.ipynb #715cf094
 def rng_states() -> dict[str, Any]:
@@ -205,6 +215,19 @@ def _check_stored(path: Path) -> None:
         )
 
 
+def _sparse_entry(value: Any, where: str = "") -> str | None:
+    "The place of the first tensor in value that is not dense (strided), or None."
+    if isinstance(value, Tensor):
+        return (where or "the top") if value.layout != torch.strided else None
+    items = (value.items() if isinstance(value, dict) else enumerate(value)
+             if isinstance(value, (list, tuple)) else ())
+    for key, item in items:
+        found = _sparse_entry(item, f"{where}[{key!r}]")
+        if found is not None:
+            return found
+    return None
+
+
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a checkpoint written by save_checkpoint onto the CPU, with
     torch.load(weights_only=True), and check every entry against its checksum."""
@@ -223,6 +246,10 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         ) from e
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path} is not a {CHECKPOINT_FORMAT!r} file")
+    sparse = _sparse_entry(ckpt)  # torch.save writes sparse tensors; we never do
+    if sparse is not None:
+        raise CheckpointError(f"{path} holds a sparse tensor at {sparse}: a damaged "
+                              "or crafted file (checkpoints hold dense tensors)")
     # {entry: digest}; a file without it is read unchecked
     saved = ckpt.get("sha256", {})
     if not isinstance(saved, dict):
@@ -296,7 +323,7 @@ MAX_LEN_LIMIT = 4096
 def checked_config(ckpt: dict[str, Any], weights: str = "model") -> TransformerConfig:
     """ckpt's config, after checking it against the tensors in ckpt[weights] (names and
     shapes) without building the model."""
-    config, state = TransformerConfig(**ckpt["config"]), ckpt[weights]
+    config, state = config_from_dict(ckpt["config"]), ckpt[weights]
     if not isinstance(state, dict) or not all(
         isinstance(t, Tensor) for t in state.values()
     ):
@@ -327,3 +354,110 @@ def checked_config(ckpt: dict[str, Any], weights: str = "model") -> TransformerC
     if bad is not None:  # a model of NaN translates every sentence into nothing
         raise CheckpointError(f"weight {bad} holds NaN or infinite values")
     return config
+
+# %% ../nbs/14_checkpoints.ipynb #c3a1f0e2
+MODEL_FORMAT = "transformer-lit model v1"
+CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE = (
+    "config.json", "model.safetensors", "tokenizer.model",
+)
+MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE)  # what a model folder holds
+
+
+def stored_tensors(model: Transformer) -> dict[str, Tensor]:
+    """The tensors that model.safetensors holds: the state dict on the CPU, a shared
+    embedding once (src_embed.weight is tgt_embed.weight)."""
+    state = model.state_dict()
+    if model.config.share_embeddings:
+        del state["src_embed.weight"]  # tied again on load, from the config
+    return {name: t.detach().cpu().contiguous() for name, t in state.items()}
+
+
+def save_model(folder: str | Path, model: Transformer, tokenizer: bytes,
+               record: dict[str, Any] | None = None) -> Path:
+    """Write folder/model.safetensors, tokenizer.model and config.json (config, the
+    two files' SHA-256, record), each atomically, config.json last; returns folder."""
+    folder, record = Path(folder), {} if record is None else record
+    try:
+        json.dumps(record)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(f"record must be plain JSON data: {e}") from None
+    weights = save_safetensors(stored_tensors(model), metadata={"format": "pt"})
+    files = {WEIGHTS_FILE: weights, TOKENIZER_FILE: bytes(tokenizer)}
+    digests = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+    for name, data in files.items():
+        write_atomically(folder / name, lambda f, data=data: f.write(data))
+    text = json.dumps(
+        {
+            "format": MODEL_FORMAT,
+            "config": config_to_dict(model.config),
+            "files": digests,
+            "record": record,
+        },
+        indent=1,
+        ensure_ascii=False,
+    )
+    write_text_atomically(folder / CONFIG_FILE, text + "\n")
+    return folder
+
+# %% ../nbs/14_checkpoints.ipynb #c3a1f0e3
+CONFIG_LIMIT = 1 << 24  # bytes of config.json, its record included, at most (16 MiB)
+
+
+def _read_checked(path: Path, digest: Any) -> bytes:
+    "The bytes of path, once they match the SHA-256 digest that config.json gives."
+    if not isinstance(digest, str):
+        raise CheckpointError(f"{path.parent / CONFIG_FILE} gives no SHA-256 for "
+                              f"{path.name}")
+    if not path.is_file():
+        raise FileNotFoundError(f"no {path.name} in {path.parent}")
+    with open_regular(path) as f:
+        data = f.read()
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise CheckpointError(f"{path} is damaged: it does not match the SHA-256 "
+                              f"that {CONFIG_FILE} gives")
+    return data
+
+
+def read_model_files(
+    folder: str | Path,
+) -> tuple[dict[str, Any], dict[str, Tensor], bytes]:
+    """config.json's data, the tensors (a shared embedding tied again) and the
+    tokenizer's bytes of a folder written by save_model, each file checked."""
+    folder = Path(folder)
+    if not (folder / CONFIG_FILE).is_file():
+        raise FileNotFoundError(f"no model at {folder}: it holds no {CONFIG_FILE}")
+    try:
+        meta = json.loads(read_small_file(folder / CONFIG_FILE, CONFIG_LIMIT))
+    except ValueError as e:  # not UTF-8, not JSON, or too large
+        raise CheckpointError(f"{folder / CONFIG_FILE} is not ours: {e}") from None
+    if not isinstance(meta, dict) or meta.get("format") != MODEL_FORMAT:
+        raise CheckpointError(f"{folder / CONFIG_FILE} is not a {MODEL_FORMAT!r} file")
+    files = meta.get("files") if isinstance(meta.get("files"), dict) else {}
+    weights = _read_checked(folder / WEIGHTS_FILE, files.get(WEIGHTS_FILE))
+    tokenizer = _read_checked(folder / TOKENIZER_FILE, files.get(TOKENIZER_FILE))
+    try:
+        tensors = load_safetensors(weights)
+    except SafetensorError as e:
+        raise CheckpointError(
+            f"{folder / WEIGHTS_FILE} is not a safetensors file "
+            f"({str(e).splitlines()[0]})"
+        ) from None
+    config = meta.get("config")
+    if isinstance(config, dict) and config.get("share_embeddings") is True:
+        if "tgt_embed.weight" in tensors and "src_embed.weight" not in tensors:
+            tensors["src_embed.weight"] = tensors["tgt_embed.weight"]  # one matrix
+    return meta, tensors, tokenizer
+
+
+def load_model(folder: str | Path) -> tuple[Transformer, bytes, dict[str, Any]]:
+    """The model of a folder written by save_model (float32, training mode: call
+    .eval()), its tokenizer's bytes and its record."""
+    meta, tensors, tokenizer = read_model_files(folder)
+    try:
+        model = model_from_checkpoint({"config": meta.get("config"), "model": tensors})
+    except CheckpointError as e:  # "checkpoint does not fit ...: why": name the file
+        why = str(e).split(": ", 1)[-1]
+        raise CheckpointError(f"{Path(folder) / CONFIG_FILE} does not describe the "
+                              f"weights beside it: {why}") from None
+    record = meta.get("record")
+    return model, tokenizer, record if isinstance(record, dict) else {}
