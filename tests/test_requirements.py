@@ -83,6 +83,35 @@ def test_check_compares_the_installed_release_with_the_bound():
     ]
 
 
+@pytest.mark.parametrize("version, same", [
+    ("2.5.post1", False), ("2.5.0+cpu", True), ("2.5rc1", False), ("2.5.0", True),
+    ("2.6.0.dev20240101+cpu", False), ("local-build", False),
+])
+def test_check_reads_post_releases_and_local_builds_without_a_traceback(version, same):
+    "Issue 61: '2.5.post1' and a local build's version ended in int()'s ValueError."
+    found = load_tool().mismatches(["torch>=2.5"], {"torch": version}.__getitem__)
+    assert found == ([] if same else [f"torch: {version} is installed, the bound is 2.5"])
+
+
+@pytest.mark.parametrize("text, said", [
+    ("[project\nname = 1", "is not TOML"),
+    ("[tool.x]\na = 1\n", "has no [project] table"),
+    (b"\xff\xfe", "is not TOML"),
+])
+def test_a_pyproject_that_cannot_be_read_is_one_line(tmp_path, capsys, monkeypatch,
+                                                     text, said):
+    tool = load_tool()
+    path = tmp_path / "pyproject.toml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    monkeypatch.setattr(tool.project, "__defaults__", (tmp_path,))
+    for argv in ([], ["--check"], ["--tools", "pytest"]):
+        assert tool.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("lowest_requirements.py: pyproject.toml: ") and said in err
+        assert err.count("\n") == 1
+
+
 def test_the_test_tools_are_the_dev_extras_pins():
     tool, dev = load_tool(), project()["optional-dependencies"]["dev"]
     pins = tool.pins(["pytest", "pytest_xdist"], dev)

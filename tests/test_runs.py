@@ -242,3 +242,52 @@ def test_a_batch_budget_below_the_longest_pair_is_refused_and_not_saved(cache, r
     assert (run_copy / "checkpoint.pt").read_bytes() == before   # the bad setting was not written
     trained(capsys, "--steps", "4", "--out", str(run_copy), *RESUME)
 
+
+
+def test_a_pipe_in_place_of_the_run_marker_is_refused_not_waited_on(tmp_path):
+    """Issue 61 (round four, back): `--out DIR` with DIR/.transformer-lit-run a FIFO hung:
+    the marker was opened for writing, which waits for a reader."""
+    from transformer_lit.runs import RunFolderError, mark_run_folder
+
+    def waited(*_):
+        raise TimeoutError("mark_run_folder waited for a reader")
+
+    os.mkfifo(tmp_path / RUN_MARKER)
+    before = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(5)  # the old code waited here for ever
+    try:
+        with pytest.raises(RunFolderError, match="is not a regular file, which no run"):
+            mark_run_folder(tmp_path)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def test_a_run_marker_that_cannot_be_read_is_not_taken_for_none(tmp_path, monkeypatch):
+    """Issue 61: an unreadable marker was reported as 'not written by a run', as if the
+    folder held no run's files."""
+    from transformer_lit import runs
+
+    runs.mark_run_folder(tmp_path)
+
+    def refused(path, follow_links=True):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(runs, "open_regular", refused)
+    with pytest.raises(runs.RunFolderError, match=r"\.transformer-lit-run cannot be read "
+                       r"\(Permission denied\), so which files a run wrote"):
+        runs.check_run_folder(tmp_path, resume=True, force=False)
+
+
+def test_an_empty_home_is_no_cache_folder(monkeypatch):
+    """Issue 61 (round four, back): with HOME= the cache became /.cache/transformer_lit
+    (Path.home() is '/'), where `translate --beam 4` wrote."""
+    from transformer_lit.files import CACHE_ENV, CacheError, cache_dir
+
+    monkeypatch.setenv("HOME", "")
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    with pytest.raises(CacheError, match=r"\$HOME is set but empty; set it, or set "
+                       r"\$TRANSFORMER_LIT_CACHE"):
+        cache_dir()
+    monkeypatch.setenv(CACHE_ENV, "/somewhere")
+    assert str(cache_dir()) == "/somewhere"

@@ -26,9 +26,17 @@ VERSION = re.compile(r"\d+(\.\d+)*")  # a final release: `==` then means that re
 
 
 def project(root: Path = ROOT) -> dict:
-    "pyproject.toml's [project] table."
-    with open(root / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)["project"]
+    "pyproject.toml's [project] table; ValueError, in one line, where there is none."
+    try:
+        with open(root / "pyproject.toml", "rb") as f:
+            spec = tomllib.load(f).get("project")
+    except OSError as e:
+        raise ValueError(f"cannot be read ({e.strerror or e})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"is not TOML ({e})") from None
+    if not isinstance(spec, dict) or not isinstance(spec.get("dependencies"), list):
+        raise ValueError("has no [project] table with a list of dependencies")
+    return spec
 
 
 def normalized(name: str) -> str:
@@ -72,13 +80,17 @@ def pins(names: Sequence[str], dev: Sequence[str]) -> list[str]:
     return [by_name[normalized(n)] for n in names]
 
 
-def release(version: str) -> tuple[int, ...]:
-    """The release numbers of version without trailing zeros or a local part, so that
-    "2.5", "2.5.0" and "2.5.0+cu124" are equal."""
-    numbers = [int(n) for n in version.split("+")[0].split(".")]
+def release(version: str) -> tuple[tuple[int, ...], str]:
+    """The release numbers of version without trailing zeros, and what follows them
+    but a local part: "2.5", "2.5.0" and "2.5.0+cu124" are equal; "2.5.post1" and
+    "2.5rc1" are not "2.5"."""
+    m = re.match(r"v?(\d+(?:\.\d+)*)(.*)", version.split("+")[0].strip().lower())
+    if m is None:
+        return (), version
+    numbers = [int(n) for n in m.group(1).split(".")]
     while len(numbers) > 1 and numbers[-1] == 0:
         numbers.pop()
-    return tuple(numbers)
+    return tuple(numbers), m.group(2)
 
 
 def mismatches(
@@ -98,14 +110,16 @@ def mismatches(
 
 
 def main(argv: Sequence[str]) -> int:
-    spec = project()
     try:
+        spec = project()
         if argv[:1] == ["--check"]:
             wrong = mismatches(spec["dependencies"])
             print("\n".join(wrong) or "every runtime dependency is at its lower bound")
             return 1 if wrong else 0
         if argv[:1] == ["--tools"]:
-            print("\n".join(pins(argv[1:], spec["optional-dependencies"]["dev"])))
+            extras = spec.get("optional-dependencies", {})
+            dev = extras.get("dev", []) if isinstance(extras, dict) else []
+            print("\n".join(pins(argv[1:], dev)))
         else:
             print("\n".join(lowest(spec["dependencies"])))
     except ValueError as e:

@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from glossary_anchors import names  # noqa: E402
 from glossary_links import IGNORED, pattern, reader_chapters  # noqa: E402
+from language_switch import blank, syntax_errors  # noqa: E402
 
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
 WHOLE_PAGES = ["book/intro", "book/glossary"]
@@ -34,10 +35,50 @@ SECTION = "What to remember"
 TERM_EXCEPTIONS: dict[tuple[str, str, str], str] = {}
 
 
+def read_catalogue(path: Path) -> polib.POFile:
+    """The catalogue at path; ValueError, in one line, for what is not one: not a regular
+    file (a folder, a pipe: never waited on), not UTF-8, or not .po syntax."""
+    sys.path.insert(0, str(ROOT))
+    from transformer_lit.files import open_regular
+    try:
+        with open_regular(path) as f:
+            text = f.read().decode("utf-8")
+    except OSError as e:
+        raise ValueError(f"{path}: cannot be read ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 (byte {e.start:,})") from None
+    if lines := syntax_errors(text):
+        raise ValueError(f"{path}:{lines[0]}: not .po syntax (a string not closed?)")
+    return polib.pofile(text)
+
+
+def _read_all() -> tuple[dict[str, polib.POFile], list[str]]:
+    found, errors = {}, []
+    for p in sorted(LOCALE.rglob("*.po")):
+        try:
+            found[str(p.relative_to(LOCALE).with_suffix(""))] = read_catalogue(p)
+        except ValueError as e:
+            errors.append(str(e))
+    return found, errors
+
+
 def catalogues() -> dict[str, polib.POFile]:
-    "Every catalogue, by page ('nbs/03_attention', 'book/glossary')."
-    return {str(p.relative_to(LOCALE).with_suffix("")): polib.pofile(str(p))
-            for p in sorted(LOCALE.rglob("*.po"))}
+    "Every catalogue that can be read, by page ('nbs/03_attention', 'book/glossary')."
+    return _read_all()[0]
+
+
+def problems() -> list[str]:
+    """A line for each catalogue that cannot be read, and for each page that must be
+    complete whose catalogue is missing or holds no message."""
+    found, errors = _read_all()
+    unread = {e.split(":")[0] for e in errors}
+    for page in required_pages():
+        path = LOCALE / f"{page}.po"
+        if page not in found and str(path) not in unread:
+            errors.append(f"{path}: missing, and {page} must be complete")
+        elif page in found and not [e for e in found[page] if not e.obsolete]:
+            errors.append(f"{path}: holds no message, and {page} must be complete")
+    return errors
 
 
 def required_pages() -> list[str]:
@@ -85,7 +126,7 @@ def required(page: str, po: polib.POFile) -> list[polib.POEntry]:
 
 
 def missing(po_entries: list[polib.POEntry]) -> list[polib.POEntry]:
-    return [e for e in po_entries if not e.msgstr or "fuzzy" in e.flags]
+    return [e for e in po_entries if blank(e.msgstr) or "fuzzy" in e.flags]
 
 
 def chinese_terms(cell: str) -> list[str]:
@@ -121,7 +162,7 @@ def term_misses(page: str, po: polib.POFile) -> list[str]:
     terms = sorted(((name, chinese) for english, chinese in glossary_rows()
                     for name in english), key=lambda t: -len(t[0]))
     for e in po:
-        if not e.msgstr or page == "book/glossary":
+        if blank(e.msgstr) or page == "book/glossary":
             continue
         # code, inline math, link targets and the names inside LaTeX macros (\mathrm{FFN},
         # \mathrm{LayerNorm}: a display-math message is all LaTeX) are not prose
@@ -160,11 +201,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--terms", action="store_true", help="check the glossary's terms")
     args = parser.parse_args()
-    bad = 0
-    for page, po in catalogues().items():
+    found, errors = catalogues(), problems()
+    for line in errors:
+        print(line)
+    bad = len(errors)
+    for page, po in found.items():
         entries = [e for e in po if not e.obsolete]
         fuzzy = sum("fuzzy" in e.flags for e in entries)
-        untranslated = sum(not e.msgstr for e in entries)
+        untranslated = sum(blank(e.msgstr) and "fuzzy" not in e.flags for e in entries)
         need = missing(required(page, po))
         bad += len(need)
         rule = "must be complete" if page in required_pages() else (

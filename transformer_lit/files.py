@@ -36,6 +36,12 @@ class CacheError(RuntimeError):
 def cache_dir() -> Path:
     """Folder for downloaded and derived data: $TRANSFORMER_LIT_CACHE if set, else
     ~/.cache/transformer_lit."""
+    if not os.environ.get(CACHE_ENV) and os.environ.get("HOME") == "":
+        # Path.home() would be '/': the cache, /.cache/transformer_lit
+        raise CacheError(
+            f"$HOME is set but empty; set it, or set ${CACHE_ENV} to a folder for "
+            "the cache"
+        )
     if not os.environ.get(CACHE_ENV) and not Path.home().is_dir():
         raise CacheError(  # nothing is made under a home folder that is not there
             f"the home folder {Path.home()} does not exist; set ${CACHE_ENV} to a "

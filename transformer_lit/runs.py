@@ -324,11 +324,24 @@ def _check_contents(folder: Path, resume: bool, force: bool) -> None:
 
 def mark_run_folder(folder: Path) -> None:
     """Write folder's RUN_MARKER, naming the RUN_FILES a run may write there: those not
-    there yet, and those a run wrote (through no link: O_NOFOLLOW)."""
+    there yet, and those a run wrote (through no link: O_NOFOLLOW; a pipe there is
+    refused, not waited on: O_NONBLOCK)."""
     ours = written_by_run(folder)
     names = [n for n in RUN_FILES if n in ours or not os.path.lexists(folder / n)]
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-    with os.fdopen(os.open(folder / RUN_MARKER, flags, 0o666), "w") as f:
+    marker = folder / RUN_MARKER
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(marker, flags, 0o666)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENXIO):  # a link; a pipe with no reader
+            raise RunFolderError(f"{marker} is not a regular file, which no run "
+                                 "makes; remove it or give another folder") from e
+        raise
+    with os.fdopen(fd, "w") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RunFolderError(f"{marker} is not a regular file, which no run "
+                                 "makes; remove it or give another folder")
+        os.set_blocking(fd, True)
         f.write("".join(f"{name}\n" for name in names))
 
 
@@ -337,6 +350,11 @@ def written_by_run(folder: Path) -> set[str]:
     try:  # a regular file only: a link, a FIFO or a folder there names nothing
         with open_regular(folder / RUN_MARKER, follow_links=False) as f:
             text = f.read(4096).decode("utf-8", "replace")
+    except PermissionError as e:  # a run's marker, perhaps: not the same as none
+        raise RunFolderError(
+            f"{folder / RUN_MARKER} cannot be read ({reason(e)}), so which files a "
+            "run wrote there is unknown; make it readable or give another folder"
+        ) from e
     except OSError:
         return set()
     return set(text.split()) & set(RUN_FILES)

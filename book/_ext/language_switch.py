@@ -16,6 +16,7 @@ without `keep_link_anchors` every glossary link of a paragraph ("[编码器](glo
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,6 +29,44 @@ ZH_FOLDER = "zh/"
 UNTRANSLATED_NOTE = "本页尚未全部译成中文，未译的段落以英文显示。"
 
 
+# a line of a .po file: blank, a comment, a keyword and its string, or a string going on;
+# every string closed on its own line (babel and polib read an unclosed one silently, a
+# character short)
+_STRING = r'"(?:[^"\\]|\\.)*"'
+_PO_LINE = re.compile(
+    rf'\s*(#.*|(msgctxt|msgid|msgid_plural|msgstr(\[\d+\])?)\s+{_STRING}|{_STRING})?\s*'
+)
+
+
+def syntax_errors(text: str) -> list[int]:
+    "The numbers of the lines of a catalogue's text that are not .po syntax."
+    return [i for i, line in enumerate(text.splitlines(), 1)
+            if not _PO_LINE.fullmatch(line)]
+
+
+def check_catalogues(app) -> None:
+    "Stop the Chinese build at a catalogue that is not UTF-8 or not .po syntax, named."
+    if app.config.language != ZH:
+        return
+    folder = Path(app.srcdir, app.config.locale_dirs[0], ZH, "LC_MESSAGES")
+    bad = []
+    for po in sorted(folder.rglob("*.po")):
+        try:
+            lines = syntax_errors(po.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError) as e:
+            bad.append(f"{po}: {e}")
+            continue
+        bad += [f"{po}:{n}: not .po syntax (a string not closed?)" for n in lines[:3]]
+    if bad:
+        from sphinx.errors import ExtensionError
+        raise ExtensionError("catalogues that cannot be read:\n" + "\n".join(bad))
+
+
+def blank(text: str) -> bool:
+    "A translation of nothing but spaces is none: the page would show the English."
+    return not text.strip()
+
+
 @lru_cache(maxsize=None)
 def untranslated(po: Path) -> int:
     "How many messages of a catalogue have no translation or a fuzzy one (all, if no file)."
@@ -35,7 +74,7 @@ def untranslated(po: Path) -> int:
         return -1
     with po.open("rb") as f:
         catalog = read_po(f)
-    return sum(1 for m in catalog if m.id and (not m.string or m.fuzzy))
+    return sum(1 for m in catalog if m.id and (blank(m.string) or m.fuzzy))
 
 
 def catalogue(app, pagename: str) -> Path:
@@ -70,7 +109,8 @@ def _catalogue_strings(po: Path) -> dict[str, str]:
     if not po.exists():
         return {}
     with po.open("rb") as f:
-        return {m.id: m.string for m in read_po(f) if m.id and m.string and not m.fuzzy}
+        return {m.id: m.string for m in read_po(f)
+                if m.id and not blank(m.string) and not m.fuzzy}
 
 
 def translate_parts(app, doctree) -> None:
@@ -92,6 +132,7 @@ def keep_link_anchors() -> None:
 
 def setup(app):
     keep_link_anchors()
+    app.connect("builder-inited", check_catalogues)
     app.connect("html-page-context", add_switch)
     app.connect("doctree-read", translate_parts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
