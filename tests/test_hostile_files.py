@@ -1,11 +1,9 @@
 """Hostile input, round three (issue 32): the files the package writes and reads. The first-use
 download never imports from the user's current folder; a run never writes through a link
 planted in its folder, nor uses a folder that another user owns and anyone may write in;
-temporary files get names no one can plant; the cache of measured products is read only if it
-is a small regular file of the right shape, and rewritten otherwise."""
+temporary files get names no one can plant."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -15,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from synthetic import TINY, assert_one_line_error, run
-from transformer_lit import corpus, fast, files, runs
+from transformer_lit import corpus, files, runs
 
 
 @pytest.fixture
@@ -114,59 +112,6 @@ def test_read_small_file_takes_regular_files_only(tmp_path, alarm):
             files.read_small_file(tmp_path / name, 10)
     with pytest.raises(OSError):   # a link is not followed
         files.read_small_file(tmp_path / "zero", 10)
-
-
-@pytest.fixture
-def products(tmp_path, monkeypatch):
-    """products.json in a cache of its own, with oneDNN said to be available and the
-    measurement replaced by fixed times: what onednn_measured_faster reads and writes."""
-    monkeypatch.setenv(corpus.CACHE_ENV, str(tmp_path))
-    monkeypatch.setattr(fast, "onednn_available", lambda: True)
-    monkeypatch.setattr(fast, "_time_products", lambda kind: {"plain": 1.0, "onednn": 0.5})
-    fast.onednn_measured_faster.cache_clear()
-    yield tmp_path / fast.MEASURED_FILE
-    fast.onednn_measured_faster.cache_clear()
-
-
-BAD_SHAPES = ["[]", '"text"', "null", "7", "not json", "{KEY: 1}", "{KEY: []}",
-              '{KEY: {"train": "fast"}}', '{KEY: {"train": {"plain": "1", "onednn": 0.5}}}',
-              '{KEY: {"train": {"plain": 1.0, "onednn": true}}}',
-              '{KEY: {"train": {"plain": -1.0, "onednn": 0.5}}}', "\udcff"]
-
-
-@pytest.mark.parametrize("text", BAD_SHAPES)
-def test_a_products_file_of_another_shape_is_measured_over(products, text):
-    key = fast._cpu_key()
-    products.write_text(text.replace("KEY", json.dumps(key)), errors="surrogateescape")
-    assert fast.onednn_measured_faster("train") is True
-    assert json.loads(products.read_text())[key]["train"] == {"plain": 1.0, "onednn": 0.5}
-
-
-def test_a_products_file_that_is_no_file_is_measured_over(products, alarm):
-    key = fast._cpu_key()
-    for make in (os.mkfifo, lambda p: p.symlink_to("/dev/zero"),
-                 lambda p: p.write_text(" " * (fast.MEASURED_LIMIT + 1))):
-        make(products)
-        fast.onednn_measured_faster.cache_clear()
-        assert fast.onednn_measured_faster("decode") is True
-        assert products.is_file() and not products.is_symlink()
-        assert json.loads(products.read_text())[key]["decode"]["onednn"] == 0.5
-        products.unlink()
-    products.mkdir()   # a folder: measured, nothing kept, no temporary file left
-    fast.onednn_measured_faster.cache_clear()
-    assert fast.onednn_measured_faster("decode") is True
-    assert sorted(p.name for p in products.parent.iterdir()) == [fast.MEASURED_FILE]
-
-
-def test_the_measured_entries_of_other_kinds_are_kept(products):
-    key = fast._cpu_key()
-    decode = {"plain": 2.0, "onednn": 3.0}
-    products.write_text(json.dumps({key: {"decode": decode}, "other cpu": {"x": 1}}))
-    assert fast.onednn_measured_faster("train") is True
-    assert fast.onednn_measured_faster("decode") is False   # 3.0 > 0.9 * 2.0: kept, not measured
-    known = json.loads(products.read_text())
-    assert known[key] == {"decode": decode, "train": {"plain": 1.0, "onednn": 0.5}}
-    assert known["other cpu"] == {"x": 1}
 
 
 if __name__ == "__main__":

@@ -22,8 +22,6 @@ import torch
 
 import transformer_lit.cli.train as cli_train
 import transformer_lit.export as export
-import transformer_lit.fast as fast
-import transformer_lit.fast_decoding as fast_decoding
 from transformer_lit import corpus
 import transformer_lit.cli.translate as cli_translate
 from transformer_lit.checkpoints import MAX_LEN_LIMIT, load_checkpoint
@@ -344,9 +342,6 @@ def test_a_missing_home_folder_is_never_created(model_pt, tmp_path, capsys, monk
     home = tmp_path / "gone" / "home"
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv(corpus.CACHE_ENV, raising=False)
-    unkept = fast.onednn_measured_faster.__wrapped__   # measured afresh: nothing cached
-    monkeypatch.setattr(fast, "onednn_measured_faster", unkept)
-    monkeypatch.setattr(fast_decoding, "onednn_measured_faster", unkept)
     argv = ["translate", "--checkpoint", str(model_pt), "--beam", "4", "One.", "Two.", "Three.", "Four."]
     status, out, err = run(argv, capsys)
     assert status == 0 and len(out.splitlines()) == 4, err
