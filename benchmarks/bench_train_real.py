@@ -11,8 +11,10 @@ first batches of an epoch of the training books (the shipped model's tokenizer e
 All sides start from the same weights and take the same batches; each batch is timed once each
 way, in rotating order. `speedup_onednn` is F.linear's time over oneDNN's (both fast steps);
 `speedup_fast` is the plain step's time over the fast step the command line takes (its
-products as use_onednn_products chooses here). Writes transformer_lit/results/train_real_cpu.json:
-keep another host's file as train_real_cpu_<host>.json (git mv) before measuring here.
+products as use_onednn_products chooses here, by chapter 34's rule on the processor: recorded as
+`onednn_rule`, with what `speedup_onednn` measured beside it, so that a host where the two
+disagree shows). Writes transformer_lit/results/train_real_cpu.json: keep another host's file as
+train_real_cpu_<host>.json (git mv) before measuring here.
 """
 from __future__ import annotations
 
@@ -20,12 +22,11 @@ import argparse
 import os
 import statistics
 import time
-from unittest import mock
 
 import torch
 
 from _common import write_result
-from transformer_lit import fast
+from transformer_lit import fast, machine
 from transformer_lit.corpus import load_verses, version_pairs
 from transformer_lit.data import make_batches, split_by_book, encode_pairs
 from transformer_lit.model import Transformer
@@ -51,13 +52,12 @@ def time_preset(preset: str, examples, n_batches: int, vocab: int) -> dict:
         order = names[i % 3:] + names[:i % 3]   # each side first, second and last in turn
         for name in order:
             model, optimizer = sides[name]
-            with mock.patch.object(fast, "use_onednn_products", lambda m, o=name == "onednn": o):
-                start = time.perf_counter()
-                if name == "plain":          # chapter 13's step: nn.Dropout, full grid
-                    train_step(model, batch, optimizer, 1e-4, settings)
-                else:
-                    fast.fast_train_step(model, batch, optimizer, 1e-4, settings)
-                elapsed = time.perf_counter() - start
+            start = time.perf_counter()
+            if name == "plain":              # chapter 13's step: nn.Dropout, full grid
+                train_step(model, batch, optimizer, 1e-4, settings)
+            else:                            # the caller chooses the products
+                fast.fast_train_step(model, batch, optimizer, 1e-4, settings, onednn=name == "onednn")
+            elapsed = time.perf_counter() - start
             if i >= 2:                       # the first two batches warm up
                 seconds[name].append(elapsed)
     tokens = sum(int((b.tgt_out != 0).sum()) for b in batches[2:])
@@ -69,6 +69,12 @@ def time_preset(preset: str, examples, n_batches: int, vocab: int) -> dict:
             "target_tokens_per_second": {k: tokens / t for k, t in total.items()},
             "speedup_onednn": total["f_linear"] / total["onednn"],
             "fast_products": chosen, "speedup_fast": total["plain"] / total[chosen]}
+
+
+def rule_text(kind: str) -> str:
+    "Chapter 34's rule for kind in words: where it takes oneDNN's products."
+    family, capabilities = machine.ONEDNN_FASTER[kind]
+    return f"oneDNN on vendor AuthenticAMD, family >= {family}, capability {' or '.join(capabilities)}"
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -98,6 +104,9 @@ def main(argv: list[str] | None = None) -> dict:
                "device_type": "cpu", "threads": torch.get_num_threads(),
                "capability": torch.backends.cpu.get_cpu_capability(),
                "chosen_by_use_onednn_products": fast.use_onednn_products(Transformer(preset_config("cpu", 100))),
+               "onednn_rule": {"kind": "train", "rule": rule_text("train"),
+                               "onednn_faster": machine.onednn_faster("train"),
+                               "measured_faster_here": [r["preset"] for r in rows if r["speedup_onednn"] > 1]},
                "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
                "presets": rows}
     print(f"wrote {write_result('train_real', torch.device('cpu'), payload)}")

@@ -88,11 +88,11 @@ def test_beam_fast_equals_explicit(config, beam):
 
 @NO_ONEDNN
 @pytest.mark.parametrize("faster", ["decode", "logits"])
-def test_the_output_projection_is_measured_on_its_own(monkeypatch, faster):
-    """The wide output projection takes oneDNN where its own measurement ('logits') says
-    so, the layers where theirs ('decode') does; onednn=True/False sets both."""
+def test_the_output_projection_is_chosen_on_its_own(monkeypatch, faster):
+    """The wide output projection takes oneDNN where its own rule ('logits') says so, the
+    layers where theirs ('decode') does; onednn=True/False sets both."""
     import transformer_lit.fast_decoding as fast_module
-    monkeypatch.setattr(fast_module, "onednn_measured_faster", lambda kind: kind == faster)
+    monkeypatch.setattr(fast_module, "onednn_faster", lambda kind: kind == faster)
     model, src = model_and_source(0)
     fd = FastDecoder(model, rows=8)
     assert (fd.onednn, fd.project.onednn) == (faster == "decode", faster == "logits")
@@ -107,7 +107,7 @@ def test_the_output_projection_is_measured_on_its_own(monkeypatch, faster):
 @NO_ONEDNN
 def test_onednn_is_chosen_from_four_rows_in_float32_on_cpu(monkeypatch):
     import transformer_lit.fast_decoding as fast_module
-    monkeypatch.setattr(fast_module, "onednn_measured_faster", lambda kind: True)
+    monkeypatch.setattr(fast_module, "onednn_faster", lambda kind: True)
     model, src = model_and_source(0)
     chosen = [use_onednn(model, rows) for rows in (1, 3, 4, 32)]
     assert chosen == [False, False, True, True]
@@ -352,7 +352,7 @@ def test_fit_takes_the_step_it_is_given(monkeypatch):
     import transformer_lit.training as training
     calls = []
     real = fast_module.fast_loss
-    monkeypatch.setattr(fast_module, "fast_loss", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(fast_module, "fast_loss", lambda *a, **k: calls.append(1) or real(*a, **k))
     from transformer_lit.data import EncodedPair
     pairs = [EncodedPair(i, [3 + i % 7, 4, 5], [6, 7 + i % 5]) for i in range(16)]
     wrapper = lambda m: (lambda src, tgt: m(src, tgt))   # stands for DDP: called as the model is

@@ -61,3 +61,62 @@ def test_every_global_switch_a_chapter_sets_is_put_back(path):
         else:
             left.setdefault(switch, True)
     assert not left, f"{path.name} sets {sorted(left)} and never puts the old value back"
+
+
+# --- the library's calls (issue 56): no process-wide side effect ---------------------------------
+
+@pytest.fixture
+def watched(tmp_path, monkeypatch):
+    """A fresh, empty cache folder, and a record of every change of torch's thread count or
+    cuDNN's attention flag made while the test runs."""
+    import torch
+    from transformer_lit.files import CACHE_ENV
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    monkeypatch.setenv(CACHE_ENV, str(folder))
+    changes = []
+    for module, name in ((torch, "set_num_threads"), (torch, "set_num_interop_threads"),
+                         (torch, "set_flush_denormal")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, n=name, r=real: changes.append(n) or r(*a))
+    return folder, changes
+
+
+def test_translate_and_fit_on_the_fast_routes_change_nothing_outside(watched):
+    """translate with chapter 26's decoder (beam search: 4 rows a step, where oneDNN may be
+    chosen) and fit with chapter 25's step write nothing into a fresh cache folder, time
+    nothing and leave torch's thread count as they found it."""
+    import warnings
+
+    import torch
+    from transformer_lit.data import EncodedPair, train_tokenizer
+    from transformer_lit.fast import fast_train_step
+    from transformer_lit.fast_decoding import fast_decoder, two_pass_argmax
+    from transformer_lit.inference import translate
+    from transformer_lit.model import Transformer, TransformerConfig
+    from transformer_lit.recipe import TrainSettings
+    from transformer_lit.training import fit, make_optimizer
+    folder, changes = watched
+    threads = torch.get_num_threads()
+    english = ["In the beginning God created the heavens and the earth.", "And God said."]
+    tokenizer = train_tokenizer(english + ["Au commencement, Dieu créa les cieux."],
+                                vocab_size=70)
+    torch.manual_seed(0)
+    V = tokenizer.vocab_size
+    model = Transformer(TransformerConfig.tiny(V, V, share_embeddings=True)).eval()
+    for one_thread in (False, True):  # the fast step asks about oneDNN on one thread only
+        if one_thread:
+            torch.set_num_threads(1)
+            changes.clear()  # the test's own change
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a random model's outputs are cut
+            translate(model, tokenizer, english, beam_size=4, decoder=fast_decoder,
+                      pick=two_pass_argmax)
+            translate(model, tokenizer, english * 4, decoder=fast_decoder,
+                      pick=two_pass_argmax)
+        pairs = [EncodedPair(i, [3 + i % 7, 4, 5], [6, 7 + i % 5]) for i in range(16)]
+        settings = TrainSettings(max_steps=2, max_tokens=64, eval_every=1000)
+        fit(model, make_optimizer(model, settings), pairs, pairs, settings,
+            progress=False, log=None, step=fast_train_step)
+        assert list(folder.iterdir()) == [] and changes == []
+    torch.set_num_threads(threads)

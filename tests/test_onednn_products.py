@@ -3,8 +3,6 @@ equals F.linear and autograd, the rows are rounded so that few shapes reach oneD
 packed step gives the same values and gradients either way, and the policy and the bad
 arguments behave as documented."""
 
-import json
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -139,7 +137,7 @@ def test_packed_states_same_either_way(config):
 
 
 def test_train_step_multiplies_by_the_chosen_library(monkeypatch):
-    "train_step asks use_onednn_products; both choices give the same loss and gradients."
+    "fast_train_step multiplies as its onednn argument says; both give the same loss and gradients."
     src, tgt, keep = tiny_batch(2)
     batch = Batch(src, tgt, tgt.roll(-1, 1).masked_fill(~keep, 0), torch.arange(6))
     settings = TrainSettings(max_steps=1, clip_norm=1.0)
@@ -149,12 +147,11 @@ def test_train_step_multiplies_by_the_chosen_library(monkeypatch):
     )
     out = {}
     for onednn in (True, False):
-        monkeypatch.setattr(fast, "use_onednn_products", lambda model, o=onednn: o)
         calls.clear()
         torch.manual_seed(1)
         model = Transformer(TransformerConfig.tiny(dropout=0.0))
         opt = make_optimizer(model, settings)
-        terms = fast.fast_train_step(model, batch, opt, 1e-3, settings)
+        terms = fast.fast_train_step(model, batch, opt, 1e-3, settings, onednn=onednn)
         out[onednn] = terms.loss, {n: p.grad for n, p in model.named_parameters()}
         # every product of the step, forward and backward, or none
         assert (len(calls) > 40) if onednn else not calls
@@ -165,8 +162,7 @@ def test_train_step_multiplies_by_the_chosen_library(monkeypatch):
 
 def test_policy(monkeypatch):
     model = Transformer(TransformerConfig.tiny())
-    monkeypatch.setattr(fast, "onednn_measured_faster", lambda kind: True)
-    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(fast, "onednn_faster", lambda kind: kind == "train")
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     assert use_onednn_products(model)
     # several threads: oneDNN's waits for its threads collapse under oversubscription
@@ -176,7 +172,7 @@ def test_policy(monkeypatch):
     assert not use_onednn_products(model.double())
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert not use_onednn_products(model.float())
-    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    monkeypatch.setattr(fast, "onednn_faster", lambda kind: False)  # e.g. MKL with AVX-512
     assert not use_onednn_products(model)
     assert check_onednn(model, None) is False and check_onednn(model, True) is True
 
@@ -219,7 +215,7 @@ def test_a_missing_reordering_operator_turns_onednn_off(monkeypatch):
     try:
         monkeypatch.setattr(torch.ops.mkldnn, "_reorder_linear_weight", missing)
         assert not onednn_available()
-        monkeypatch.setattr(fast_decoding, "onednn_measured_faster", lambda kind: True)
+        monkeypatch.setattr(fast_decoding, "onednn_faster", lambda kind: True)
         model = Transformer(TransformerConfig.tiny()).eval()
         assert not fast_decoding.use_onednn(model, rows=32)
         decoder = fast_decoding.FastDecoder(model, rows=32)   # built on addmm, no error
@@ -228,59 +224,27 @@ def test_a_missing_reordering_operator_turns_onednn_off(monkeypatch):
         onednn_available.cache_clear()
 
 
-def test_the_policy_follows_the_measurement(monkeypatch):
-    "Where the measurement found oneDNN no faster (e.g. MKL with AVX-512), F.linear stays."
-    model = Transformer(TransformerConfig.tiny())
-    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+def test_the_policy_follows_the_processor_rule(monkeypatch):
+    """Chapter 34's rule, read from the processor: oneDNN on a Zen 5 EPYC, F.linear (MKL) on
+    an Intel Xeon with AVX-512; the decoder's layers take oneDNN on a Zen 4, training not."""
+    import transformer_lit.machine as machine
+    model = Transformer(TransformerConfig.tiny()).eval()
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    for found in (True, False):
-        for module in (fast, fast_decoding):
-            monkeypatch.setattr(module, "onednn_measured_faster", lambda kind, f=found: f)
-        assert use_onednn_products(model) is found
-        assert fast_decoding.use_onednn(model, rows=8) is found
+    hosts = {"GenuineIntel 6": (False, False), "AuthenticAMD 25": (False, True),
+             "AuthenticAMD 26": (True, True)}
+    for host, (train, decode) in hosts.items():
+        vendor, family = host.split()
+        details = {"vendor": vendor, "family": family, "capability": "AVX512"}
+        monkeypatch.setattr(machine, "cpu_details", lambda d=details: d)
+        assert use_onednn_products(model) is train, host
+        assert fast_decoding.use_onednn(model, rows=8) is decode, host
+        assert fast_decoding.FastDecoder(model, rows=8).onednn is decode, host
+    with pytest.raises(ValueError, match="kind must be one of decode, logits, got 'train'"):
+        fast_decoding.use_onednn(model, rows=8, kind="train")
 
 
-@pytest.mark.parametrize("plain, onednn, chosen", [(1.0, 0.5, True), (1.0, 0.95, False),
-                                                    (1.0, 1.5, False), (1.0, 0.9, True)])
-def test_measured_once_per_machine_and_kept(tmp_path, monkeypatch, plain, onednn, chosen):
-    "The measured times decide with a 10% margin; the answer is kept and not measured again."
-    monkeypatch.setenv("TRANSFORMER_LIT_CACHE", str(tmp_path))
-    measured = []
-    monkeypatch.setattr(fast, "_time_products",
-                        lambda kind: measured.append(kind) or {"plain": plain, "onednn": onednn})
-    monkeypatch.setattr(fast, "onednn_available", lambda: True)
-    fast.onednn_measured_faster.cache_clear()
-    try:
-        assert fast.onednn_measured_faster("train") is chosen
-        fast.onednn_measured_faster.cache_clear()  # a new process: reads the file
-        assert fast.onednn_measured_faster("train") is chosen
-        assert measured == ["train"]
-        kept = json.loads((tmp_path / fast.MEASURED_FILE).read_text())
-        assert kept[fast._cpu_key()]["train"] == {"plain": plain, "onednn": onednn}
-        with pytest.raises(ValueError, match="kind must be one of decode, logits, train, got 'other'"):
-            fast.onednn_measured_faster("other")
-    finally:
-        fast.onednn_measured_faster.cache_clear()
-
-
-def test_a_damaged_or_unwritable_record_is_measured_again(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRANSFORMER_LIT_CACHE", str(tmp_path / "file"))
-    (tmp_path / "file").write_text("not a folder")  # the cache cannot be written
-    monkeypatch.setattr(fast, "_time_products", lambda kind: {"plain": 2.0, "onednn": 1.0})
-    monkeypatch.setattr(fast, "onednn_available", lambda: True)
-    fast.onednn_measured_faster.cache_clear()
-    try:
-        assert fast.onednn_measured_faster("decode") is True
-    finally:
-        fast.onednn_measured_faster.cache_clear()
-
-
-def test_the_real_measurement_runs_every_kind():
-    "On this machine: every kind times both ways, in positive seconds, threads put back."
-    threads = torch.get_num_threads()
-    for kind in ("train", "decode", "logits"):
-        if not fast.onednn_available():
-            pytest.skip("no oneDNN in this PyTorch")
-        times = fast._time_products(kind)
-        assert set(times) == {"plain", "onednn"} and min(times.values()) > 0
-    assert torch.get_num_threads() == threads
+def test_the_library_times_nothing_and_keeps_nothing():
+    "The measurement that chose by timing, and the file it kept, left the library (issue 56)."
+    for name in ("onednn_measured_faster", "_time_products", "_seconds", "MEASURED_FILE"):
+        assert not hasattr(fast, name), name
+        assert not hasattr(fast_decoding, name), name

@@ -15,12 +15,13 @@ from torch import Tensor, nn
 
 from .attention import fused_attention
 from .fast import PackedLinear, apply_linear, pack_linear
-from .fast import onednn_available, onednn_measured_faster
+from .fast import onednn_available
 from .cache import KVCache
 from .inference import Step
+from .machine import onednn_faster
 from .model import Transformer
 from .positional import PositionalEncoding
-from .validate import ArgumentError, check_int
+from .validate import ArgumentError, check_choice, check_int
 
 # %% auto #0
 __all__ = ['ONEDNN_MIN_ROWS', 'ARGMAX_BLOCK', 'TWO_PASS_MIN_ROWS', 'use_onednn', 'FastDecoder', 'fast_step', 'fast_decoder',
@@ -40,8 +41,9 @@ ONEDNN_MIN_ROWS = 4
 def use_onednn(model: Transformer, rows: int, kind: str = "decode") -> bool:
     """Whether FastDecoder should multiply by oneDNN's prepacked matrices: from 4 rows a
     step, float32 on a CPU with oneDNN and both of its operators (onednn_available), no
-    autocast, and measured faster here (kind 'decode': the layers' products; 'logits':
-    the output projection)."""
+    autocast, and a processor where chapter 34's rule says they are faster (kind
+    'decode': the layers' products; 'logits': the output projection)."""
+    check_choice("kind", kind, ("decode", "logits"))
     p = next(model.parameters())
     return (
         rows >= ONEDNN_MIN_ROWS
@@ -49,7 +51,7 @@ def use_onednn(model: Transformer, rows: int, kind: str = "decode") -> bool:
         and p.dtype == torch.float32
         and onednn_available()
         and not torch.is_autocast_enabled("cpu")
-        and onednn_measured_faster(kind)
+        and onednn_faster(kind)
     )
 
 
@@ -87,7 +89,7 @@ class FastDecoder:
                 )
             )
         # the output projection, D -> V: the shared embedding matrix, no bias; its
-        # kernel measured on its own (V is wide: oneDNN can win here and not above)
+        # kernel chosen on its own (V is wide: oneDNN can win here and not above)
         wide = use_onednn(model, rows, "logits") if onednn is None else onednn
         self.project = pack_linear(model.tgt_embed.weight, None, rows, wide)
         # the sinusoidal table, added directly (chapter 02's module checks and slices)
@@ -159,7 +161,7 @@ def fast_decoder(model: Transformer, rows: int) -> Step:
 
 def decoder_for(model: Transformer) -> Callable[[Transformer, int], Step] | None:
     """The decoder for translate(..., decoder=...): fast_decoder in eval mode (its
-    products chosen by this machine's measurement, use_onednn), else None (plain)."""
+    products chosen by the processor's rule, use_onednn), else None (plain)."""
     return None if model.training else fast_decoder
 
 # %% ../nbs/26_fast_decoding.ipynb #f3cd5d81
