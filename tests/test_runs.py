@@ -291,3 +291,15 @@ def test_an_empty_home_is_no_cache_folder(monkeypatch):
         cache_dir()
     monkeypatch.setenv(CACHE_ENV, "/somewhere")
     assert str(cache_dir()) == "/somewhere"
+
+
+def test_a_vocabulary_too_large_for_sentencepiece_names_the_bound(cache, tmp_path, capsys):
+    """Issue 61: --vocab-size 2147483648 ended in sentencepiece's 'INVALID_ARGUMENT';
+    like a size too small, a size too large is said in our words, with the bound."""
+    from transformer_lit.data import MAX_VOCAB_SIZE
+
+    options = TINY[:2] + TINY[4:]   # TINY without its --vocab-size
+    status, out, err = train(capsys, *options, "--vocab-size", str(2**31), "--steps", "2",
+                             "--out", str(tmp_path / "big"))
+    assert_one_line_error(status, out, err, "--vocab-size", f"{MAX_VOCAB_SIZE}]")
+    assert "INVALID_ARGUMENT" not in err and not (tmp_path / "big" / "model.pt").exists()

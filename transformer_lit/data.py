@@ -19,9 +19,9 @@ from .corpus import ENGLISH_VERSIONS, FRENCH_VERSIONS, Pair, Verse
 from .validate import ArgumentError, check_int, check_texts
 
 # %% auto #0
-__all__ = ['VALID_BOOKS', 'TEST_BOOKS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_PIECES', 'split_by_book',
-           'SubwordTokenizer', 'train_tokenizer', 'EncodedPair', 'encode_pairs', 'Batch', 'collate', 'group_by_length',
-           'batch_plan', 'make_batches', 'reference_set']
+__all__ = ['VALID_BOOKS', 'TEST_BOOKS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_PIECES', 'MAX_VOCAB_SIZE',
+           'split_by_book', 'SubwordTokenizer', 'train_tokenizer', 'EncodedPair', 'encode_pairs', 'Batch', 'collate',
+           'group_by_length', 'batch_plan', 'make_batches', 'reference_set']
 
 # %% ../nbs/12_data.ipynb #b94bb102
 VALID_BOOKS = (17, 32, 60)   # Esther, Jonah, 1 Peter
@@ -96,10 +96,15 @@ class SubwordTokenizer:
         return self.model_proto
 
 # %% ../nbs/12_data.ipynb #00770087
+# sentencepiece keeps ids in 32-bit integers, and no corpus here fills a million pieces
+MAX_VOCAB_SIZE = 1 << 20
+
+
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000) -> SubwordTokenizer:
     """Train a BPE vocabulary of at most vocab_size pieces on the given sentences
     (training split only)."""
-    check_int("vocab_size", vocab_size, low=len(SPECIAL_PIECES) + 1)
+    check_int("vocab_size", vocab_size, low=len(SPECIAL_PIECES) + 1,
+              high=MAX_VOCAB_SIZE)
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(texts), model_writer=buffer, vocab_size=vocab_size,
