@@ -1,10 +1,11 @@
-"""A cheap remedy for loops, measured (chapter 17, "How it fails"): greedy decoding that may not
+"""A cheap remedy for loops, measured (chapter 20, "How it fails"): greedy decoding that may not
 write a subword n-gram it has already written (the `no_repeat_ngram_size` of common toolkits).
 
-An experiment, not the package's decoding: the loop below is chapter 16's cached greedy loop
-with one mask added, and it plugs into inference.decode_in_batches. n is chosen on the validation
+An experiment on the package's decoding: chapter 16's translate with one logits processor,
+inference.no_repeat_ngram(n), which masks the tokens that would repeat an n-gram (its test holds
+it to the hand-written loop this script had before). n is chosen on the validation
 books (BLEU with both references); the test books are then scored once with that n, greedy, next
-to plain greedy decoding, with the loop counter of chapter 17 (against Louis Segond alone).
+to plain greedy decoding, with the loop counter of chapter 20 (against Louis Segond alone).
 
 Usage: python benchmarks/no_repeat.py      Writes transformer_lit/results/no_repeat_cpu.json.
 """
@@ -17,9 +18,9 @@ from pathlib import Path
 import torch
 
 from transformer_lit.corpus import load_verses
-from transformer_lit.data import BOS_ID, EOS_ID, reference_set, split_by_book
+from transformer_lit.data import reference_set, split_by_book
 from transformer_lit.analysis import repeated_ngrams
-from transformer_lit.inference import decode_in_batches, decode_step, new_cache, translate
+from transformer_lit.inference import no_repeat_ngram, translate
 from transformer_lit.pretrained import PRETRAINED_SHA256, load_pretrained
 from transformer_lit.scoring import corpus_scores
 from transformer_lit.checkpoints import describe_device
@@ -29,43 +30,10 @@ DEST = ROOT / "transformer_lit" / "results" / "no_repeat_cpu.json"
 SIZES = (2, 3, 4, 6)
 
 
-@torch.no_grad()
-def greedy_no_repeat(model, src, max_new_tokens: int, n: int):
-    """Cached greedy decoding of src (B, S) that never writes an n-gram of pieces twice in a
-    row of the output: (B, 1 + steps), BOS first, padded after EOS."""
-    memory = model.encode(src)
-    B, pad = src.shape[0], model.config.pad_id
-    out = torch.full((B, 1 + max_new_tokens), pad, dtype=torch.long)
-    out[:, 0] = BOS_ID
-    cache = new_cache(model, memory, src, max(max_new_tokens, 1))
-    done = torch.zeros(B, dtype=torch.bool)
-    rows = [[BOS_ID] for _ in range(B)]
-    seen: list[dict[tuple[int, ...], set[int]]] = [{} for _ in range(B)]
-    for t in range(max_new_tokens):
-        logits = decode_step(model, out[:, t : t + 1], cache)  # (B, V)
-        for b in range(B):
-            for banned in seen[b].get(tuple(rows[b][len(rows[b]) - n + 1 :]), ()):
-                logits[b, banned] = float("-inf")
-        next_id = logits.argmax(-1)
-        out[:, t + 1] = next_id.masked_fill(done, pad)
-        for b in range(B):
-            if not done[b] and len(rows[b]) >= n - 1:
-                key = tuple(rows[b][len(rows[b]) - n + 1 :])
-                seen[b].setdefault(key, set()).add(int(next_id[b]))
-            rows[b].append(int(next_id[b]))
-        done |= next_id == EOS_ID
-        if done.all():
-            return out[:, : t + 2]
-    return out
-
-
 def run(model, tokenizer, sources, refs, n: int | None) -> dict:
     t = time.perf_counter()
-    if n is None:
-        hyps = translate(model, tokenizer, sources)
-    else:
-        hyps = decode_in_batches(model, tokenizer, sources,
-                                 lambda src, limits: greedy_no_repeat(model, src, int(limits.max()), n)).texts
+    processors = () if n is None else (no_repeat_ngram(n),)
+    hyps = translate(model, tokenizer, sources, processors=processors)
     lsg = refs["l"]
     loops = sum(bool(repeated_ngrams(h, [r])) for h, r in zip(hyps, lsg)) / len(hyps)
     return {**corpus_scores(hyps, refs), "loop": loops, "seconds": time.perf_counter() - t,
@@ -84,7 +52,7 @@ def main() -> None:
         r = valid[name]
         print(f"valid {name}: BLEU {r['bleu']:.2f} (LSG {r['bleu_single']:.2f}) chrF "
               f"{r['chrf']:.2f} loops {r['loop']:.1%} ({r['seconds']:.0f} s)", flush=True)
-    # the plain loop of this script (n larger than any output) is chapter 16's greedy loop
+    # the processor with n larger than any output forbids nothing: chapter 16's greedy decoding
     few = {c: r[:64] for c, r in v_refs.items()}
     plain = run(model, tokenizer, v_src[:64], few, 10**6)["hypotheses"]
     same = plain == valid["greedy"]["hypotheses"][:64]

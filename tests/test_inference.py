@@ -178,8 +178,8 @@ def test_beam_as_wide_as_the_vocabulary_is_exhaustive(seed, alpha):
 def test_beam_search_without_cache_is_the_same_search(norm_first, seed, k):
     model, src = tiny_model(seed, norm_first, tgt_vocab_size=12), padded_src(seed)
     eos = int(greedy_decode(model, src, 8, BOS)[0, 3])
-    cached = beam_search(model, src, k, 10, BOS, eos)
-    plain = beam_search(model, src, k, 10, BOS, eos, use_cache=False)
+    cached = beam_search(model, src, k, 10, bos_id=BOS, eos_id=eos)
+    plain = beam_search(model, src, k, 10, bos_id=BOS, eos_id=eos, use_cache=False)
     assert all(torch.equal(a, b) for a, b in zip(cached, plain))
 
 
@@ -215,7 +215,7 @@ def test_beam_search_batch_equals_alone_and_shapes():
     together = beam_search(model, src, beam_size=3, max_new_tokens=10, bos_id=BOS, eos_id=eos)
     assert len(together) == src.shape[0]
     for i, hyp in enumerate(together):
-        alone = beam_search(model, src[i:i + 1, : int((src[i] != 0).sum())], 3, 10, BOS, eos)[0]
+        alone = beam_search(model, src[i:i + 1, : int((src[i] != 0).sum())], 3, 10, bos_id=BOS, eos_id=eos)[0]
         assert torch.equal(hyp, alone)
         assert hyp[0] == BOS and len(hyp) <= 11 and (hyp[-1] == eos or len(hyp) == 11)
         assert not (hyp[1:-1] == eos).any()
@@ -224,7 +224,7 @@ def test_beam_search_batch_equals_alone_and_shapes():
 def test_zero_new_tokens():
     model, src = tiny_model(8), padded_src(8)
     assert torch.equal(greedy_decode(model, src, 0, BOS), torch.full((4, 1), BOS))
-    assert all(torch.equal(y, torch.tensor([BOS])) for y in beam_search(model, src, 2, 0, BOS, EOS))
+    assert all(torch.equal(y, torch.tensor([BOS])) for y in beam_search(model, src, 2, 0, bos_id=BOS, eos_id=EOS))
 
 
 def test_length_penalty():
@@ -312,21 +312,29 @@ def test_translate_names_the_sentence_that_is_no_text(translator, bad, words):
 
 @pytest.mark.parametrize("training", [True, False])
 def test_translate_leaves_the_model_in_its_mode(translator, training):
-    "Before: a model that was training came back in eval mode (dropout off)."
+    """Before: a model that was training came back in eval mode (dropout off); then it was
+    switched for the call (another thread training it lost its dropout meanwhile). Now a
+    model in training mode is refused, and keeps its mode."""
     model, tokenizer = translator
     model.train(training)
-    translate(model, tokenizer, ["Light."])
-    assert model.training is training and all(m.training is training for m in model.modules())
-    model.eval()
+    try:
+        if training:
+            with pytest.raises(ArgumentError, match=r"^model is in training mode .*model\.eval\(\)"):
+                translate(model, tokenizer, ["Light."])
+        else:
+            translate(model, tokenizer, ["Light."])
+        assert model.training is training and all(m.training is training for m in model.modules())
+    finally:
+        model.eval()
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_empty_batch(translator, use_cache):
     "B = 0: beam search returned an IndexError; now every decoder returns an empty result."
     model, src = tiny_model(10), padded_src(10)
-    assert beam_search(model, src[:0], 3, 5, BOS, EOS, use_cache=use_cache) == []
-    assert beam_search(model, src[:0], 3, torch.zeros(0, dtype=torch.long), BOS, EOS, use_cache=use_cache) == []
-    assert greedy_decode(model, src[:0], 5, BOS, EOS, use_cache).shape[0] == 0
+    assert beam_search(model, src[:0], 3, 5, bos_id=BOS, eos_id=EOS, use_cache=use_cache) == []
+    assert beam_search(model, src[:0], 3, torch.zeros(0, dtype=torch.long), bos_id=BOS, eos_id=EOS, use_cache=use_cache) == []
+    assert greedy_decode(model, src[:0], 5, BOS, EOS, use_cache=use_cache).shape[0] == 0
     assert translate(*translator, [], beam_size=3, use_cache=use_cache) == []
 
 
@@ -346,19 +354,17 @@ def test_beam_search_budget_per_sentence():
     model, src = tiny_model(9, tgt_vocab_size=12), padded_src(9)
     budget = torch.tensor([12, 5, 3, 0])
     for use_cache in (True, False):
-        together = beam_search(model, src, 4, budget, BOS, EOS, use_cache=use_cache)
+        together = beam_search(model, src, 4, budget, bos_id=BOS, eos_id=EOS, use_cache=use_cache)
         for i, hyp in enumerate(together):
             own = src[i:i + 1, : int((src[i] != 0).sum())]
-            alone = beam_search(model, own, 4, int(budget[i]), BOS, EOS, use_cache=use_cache)[0]
+            alone = beam_search(model, own, 4, int(budget[i]), bos_id=BOS, eos_id=EOS, use_cache=use_cache)[0]
             assert torch.equal(hyp, alone) and len(hyp) <= 1 + budget[i], (use_cache, i)
-    cut = [y[: 1 + int(n)] for y, n in zip(beam_search(model, src, 4, 12, BOS, EOS), budget)]
+    cut = [y[: 1 + int(n)] for y, n in zip(beam_search(model, src, 4, 12, bos_id=BOS, eos_id=EOS), budget)]
     assert any(not torch.equal(a, b) for a, b in zip(cut, together))   # running to 12 and cutting differs
     for bad in (torch.tensor([3, 4]), torch.tensor([3.0, 4.0, 5.0, 6.0]), torch.tensor([3, -1, 2, 2]),
                 torch.tensor([3, 1000, 2, 2])):
         with pytest.raises(ValueError, match="max_new_tokens"):
             beam_search(model, src, 2, bad)
-    with pytest.raises(ValueError, match="max_new_tokens"):   # greedy keeps an int: its prefixes never change
-        greedy_decode(model, src, torch.tensor([3, 4, 5, 6]), BOS)
 
 
 LONG_AND_SHORT = ["Light.", ENGLISH[0] + " " + ENGLISH[2], "Amen.", ENGLISH[1], ENGLISH[3] + " " + ENGLISH[0]]

@@ -5,12 +5,11 @@
 # %% ../nbs/16_inference.ipynb #2f87196b
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import math
-import threading
 import warnings
-import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
@@ -21,7 +20,7 @@ from .attention import attention_weights
 from .cache import KVCache
 from .data import BOS_ID, EOS_ID, SubwordTokenizer
 from .masking import padding_mask
-from .model import Transformer, check_tokens, greedy_decode_uncached
+from .model import Transformer, check_tokens
 from .machine import attention_policy
 from .recipe import autocast_for
 from transformer_lit.validate import (
@@ -30,9 +29,10 @@ from transformer_lit.validate import (
 )
 
 # %% auto #0
-__all__ = ['Step', 'StepFactory', 'Pick', 'DecodeFn', 'new_cache', 'decode_step', 'greedy_decode', 'gnmt_length_penalty',
-           'beam_search', 'cross_attention_maps', 'InputTruncatedWarning', 'output_limit', 'OutputTruncatedWarning',
-           'Decoded', 'check_front_door', 'evaluation_mode', 'decode_in_batches', 'translate']
+__all__ = ['Step', 'StepFactory', 'Pick', 'LogitsProcessor', 'DecodeFn', 'new_cache', 'decode_step', 'GenerationConfig',
+           'generate', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'no_repeat_ngram', 'cross_attention_maps',
+           'InputTruncatedWarning', 'output_limit', 'OutputTruncatedWarning', 'Decoded', 'check_front_door',
+           'decode_in_batches', 'translate']
 
 # %% ../nbs/16_inference.ipynb #35281bc7
 @torch.no_grad()
@@ -76,62 +76,205 @@ Step = Callable[[Tensor, "KVCache"], Tensor]  # (tokens (B, 1), cache) -> logits
 # (model, rows) -> a step for that many
 StepFactory = Callable[[Transformer, int], Step]
 Pick = Callable[[Tensor], Tensor]  # logits (B, V) -> each row's next token (B,)
+# (tokens written so far (B, t + 1), logits (B, V)) -> logits (B, V)
+LogitsProcessor = Callable[[Tensor, Tensor], Tensor]
 
 
-@torch.no_grad()
-def greedy_decode(model: Transformer, src: Tensor, max_new_tokens: int, bos_id: int,
-                  eos_id: int | None = None, use_cache: bool = True,
-                  step: Step | None = None, pick: Pick | None = None) -> Tensor:
-    """src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id
-    are padded with pad_id after it. step: decode_step unless given; pick: how the
-    cached loop picks a row's token, the argmax unless given."""
-    _check_decode_args(model, max_new_tokens, bos_id, eos_id)
-    if not check_bool("use_cache", use_cache):
-        return greedy_decode_uncached(model, src, max_new_tokens, bos_id, eos_id)
-    check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
-    step = step or partial(decode_step, model)
-    B, pad = src.shape[0], model.config.pad_id
-    out = torch.full((B, 1 + max_new_tokens), pad, dtype=torch.long, device=src.device)
-    out[:, 0] = bos_id
-    cache = new_cache(model, model.encode(src), src, max(max_new_tokens, 1))
-    done = torch.zeros(B, dtype=torch.bool, device=src.device)
-    for t in range(max_new_tokens):
-        logits = step(out[:, t : t + 1], cache)  # (B, 1) -> (B, V)
-        next_id = logits.argmax(-1) if pick is None else pick(logits)  # (B,)
+@dataclass(frozen=True)
+class GenerationConfig:
+    """How generate decodes: greedy (beam_size 1) or beam search, on a dynamic, a static
+    or no cache; decoder, pick and processors plug in other steps and choices."""
+
+    max_new_tokens: int | Tensor = 100  # an int, or (B,) budgets, one per sentence
+    bos_id: int = BOS_ID
+    eos_id: int | None = EOS_ID  # None: every row runs to its budget (greedy only)
+    beam_size: int = 1
+    length_penalty: float = 0.6  # beam search's alpha
+    use_cache: bool = True  # False: every step runs the decoder on the whole prefix
+    static_cache: bool = False  # chapter 15's static mode: the same shapes every step
+    decoder: StepFactory | None = None  # (model, rows) -> the step; None: decode_step
+    pick: Pick | None = None  # greedy's choice of token; None: the argmax
+    processors: tuple[LogitsProcessor, ...] = ()  # each changes the logits, in order
+
+    def __post_init__(self) -> None:
+        _check_generation_fields(self)
+
+# %% ../nbs/16_inference.ipynb #30b99f2e
+def _greedy(route: _Route, config: GenerationConfig) -> tuple[Tensor, Tensor]:
+    """The greedy loop on route's logits -> tokens (B, 1 + n), bos_id first, pad_id
+    after each row's end, and the tokens each row wrote (B,)."""
+    out, budget, pad, eos = route.tokens, route.budget, route.pad, config.eos_id
+    done, length = budget <= 0, torch.zeros_like(budget)  # (B,) each
+    for t in range(out.shape[1] - 1):
+        logits = _processed(config, out[:, : t + 1], route.logits(out, t))  # (B, V)
+        next_id = logits.argmax(-1) if config.pick is None else config.pick(logits)
         out[:, t + 1] = next_id.masked_fill(done, pad)  # finished rows only pad
-        if eos_id is not None:
-            done |= next_id == eos_id
-            if done.all():
-                return out[:, : t + 2]
-    return out
+        length += ~done
+        if eos is not None:
+            done |= next_id == eos
+        if route.per_row:  # a row at its own budget is finished too
+            done |= budget <= t + 1
+        if (eos is not None or route.per_row) and bool(done.all()):
+            return out[:, : t + 2], length
+    return out, length
+
+
+def _processed(config: GenerationConfig, tokens: Tensor, logits: Tensor) -> Tensor:
+    "logits (R, V) after each of config.processors, given the tokens (R, t + 1) so far."
+    for process in config.processors:
+        logits = process(tokens, logits)
+    return logits
+
+# %% ../nbs/16_inference.ipynb #6d79daf8
+class _Route:
+    """Where generate's next logits come from: a step on chapter 15's cache (dynamic or
+    static), or the decoder on the whole prefix again (no cache). B * beam_size rows."""
+
+    def __init__(self, model: Transformer, src: Tensor, config: GenerationConfig):
+        (B, _), k, dev = src.shape, config.beam_size, src.device
+        budget = torch.as_tensor(config.max_new_tokens, device=dev)
+        self.per_row, self.budget = budget.dim() == 1, budget.expand(B)  # (B,) budgets
+        n = int(self.budget.max()) if B else 0  # the largest
+        self.model, self.pad = model, model.config.pad_id
+        self.tokens = torch.full((B * k, 1 + n), self.pad, dtype=torch.long, device=dev)
+        self.tokens[:, 0] = config.bos_id
+        memory, self.cache = model.encode(src), None  # (B, S, D)
+        if config.use_cache:  # the memory's keys and values, once per sentence
+            self.cache = new_cache(model, memory, src, max(n, 1), config.static_cache)
+            make = config.decoder or (lambda model, rows: partial(decode_step, model))
+            self.step = make(model, B * k)
+        if k > 1:  # B -> B*k rows, beam j of sentence b at row b*k + j
+            beams = torch.arange(B, device=dev).repeat_interleave(k)
+            memory, src = memory.index_select(0, beams), src.index_select(0, beams)
+            if self.cache is not None:
+                self.cache.reorder(beams)  # the cross half expands too
+        self.memory, self.src = memory, src
+
+    def logits(self, tokens: Tensor, t: int) -> Tensor:
+        "Next-token logits (R, V) after column t of tokens (R, 1 + n)."
+        if self.cache is None:  # the whole prefix again
+            return self.model.decode(tokens[:, : t + 1], self.memory, self.src)[:, -1]
+        return self.step(tokens[:, t : t + 1], self.cache)  # (R, 1) -> (R, V)
+
+    def reorder(self, rows: Tensor) -> None:
+        "Every layer's cache follows rows (R,), parents of the same sentence's beams."
+        if self.cache is not None:  # the cross-attention half stays as it is
+            self.cache.reorder(rows, cross=False)
+
+# %% ../nbs/16_inference.ipynb #916b33a4
+@torch.no_grad()
+def generate(model: Transformer, src: Tensor, config: GenerationConfig | None = None,
+             **options: object) -> Tensor:
+    """src (B, S) -> tokens (B, 1 + n), bos_id first, pad_id after each row's end: greedy
+    or beam search as config says; options replace its fields, by name."""
+    return _generate(model, src, _config(config, options))[0]
+
+
+def _generate(
+    model: Transformer, src: Tensor, config: GenerationConfig
+) -> tuple[Tensor, Tensor]:
+    "generate's tokens (B, 1 + n) and each row's length (B,), eos_id included."
+    _check_evaluating(model)
+    check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
+    _check_decode_args(model, config, rows=src.shape[0])
+    search = _greedy if config.beam_size == 1 else _beam
+    return search(_Route(model, src, config), config)
+
+
+def greedy_decode(
+    model: Transformer,
+    src: Tensor,
+    max_new_tokens: int | Tensor,
+    bos_id: int,
+    eos_id: int | None = None,
+    **options: object,
+) -> Tensor:
+    """generate's greedy decoding: src (B, S) -> tokens (B, 1 + n), bos_id first, pad_id
+    after eos_id; options: GenerationConfig's other fields (use_cache, decoder, ...)."""
+    config = _config(GenerationConfig(max_new_tokens, bos_id, eos_id), options)
+    if config.beam_size != 1:
+        raise ArgumentError(
+            f"greedy_decode keeps one hypothesis, got beam_size = {config.beam_size}: "
+            f"call beam_search or generate"
+        )
+    return _generate(model, src, config)[0]
 
 # %% ../nbs/16_inference.ipynb #c122b3a2
-def _check_decode_args(model: Transformer, max_new_tokens: int | Tensor, bos_id: int,
-                       eos_id: int | None, rows: int | None = None) -> None:
-    """ArgumentError naming the argument unless in range; with rows, counts may be
-    (rows,)."""
-    V = model.config.tgt_vocab_size
-    if rows is not None and isinstance(max_new_tokens, Tensor):  # one budget per row
-        n = check_int_tensor("max_new_tokens", max_new_tokens, "(B,)", what="counts")
-        if n.shape != (rows,):
-            raise ArgumentError(
-                f"max_new_tokens as a tensor must be ({rows},) counts, one per "
-                    f"row, got "
-                f"{tuple(n.shape)}"
-            )
-        if rows and int(n.min()) < 0:
+def _check_generation_fields(c: GenerationConfig) -> None:
+    "ArgumentError naming the field unless it has a type generate can use."
+    n = c.max_new_tokens
+    if isinstance(n, Tensor):  # one budget per row
+        n = check_int_tensor("max_new_tokens", n, "(B,)", what="counts")
+        if n.numel() and int(n.min()) < 0:
             raise ArgumentError(f"max_new_tokens must be >= 0, got {n.tolist()}")
-        max_new_tokens = int(n.max()) if rows else 0  # the largest, checked below
-    check_int("max_new_tokens", max_new_tokens, low=0)
-    if max_new_tokens > model.config.max_len:
+    else:
+        check_int("max_new_tokens", n, low=0)
+    check_int("bos_id", c.bos_id, low=0)
+    if c.eos_id is not None:
+        check_int("eos_id", c.eos_id, low=0)
+    check_bool("use_cache", c.use_cache), check_bool("static_cache", c.static_cache)
+    if c.static_cache and not c.use_cache:
+        raise ArgumentError("static_cache=True is a mode of the cache: needs use_cache")
+    for name in ("decoder", "pick"):
+        if getattr(c, name) is not None and not callable(getattr(c, name)):
+            raise ArgumentError(f"{name} must be a function or None, got "
+                                f"{type(getattr(c, name)).__name__}")
+    if not isinstance(c.processors, (tuple, list)) or not all(
+        map(callable, c.processors)
+    ):
+        raise ArgumentError("processors must be a tuple of functions (tokens, logits) "
+                            f"-> logits, got {c.processors!r:.60}")
+    object.__setattr__(c, "processors", tuple(c.processors))  # frozen: set once
+
+
+def _check_decode_args(model: Transformer, config: GenerationConfig, rows: int) -> None:
+    """ArgumentError naming the field unless it fits the model (ids in the vocabulary,
+    budgets at most max_len, (rows,) if a tensor)."""
+    if config.beam_size != 1:  # below, with beam search; greedy has no penalty
+        _check_beam_args(model, config.beam_size, config.length_penalty)
+    if config.eos_id is None and config.beam_size != 1:  # no "run to the budget" here
         raise ArgumentError(
-            f"max_new_tokens = {max_new_tokens} > config.max_len = "
-            f"{model.config.max_len}"
+            "eos_id must be a token id: beam search finishes a hypothesis at it "
+            "(None, decoding to the budget, is for greedy decoding)"
         )
-    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
-        if value is None and name == "eos_id":
-            continue
-        check_int(name, value, low=0, high=V - 1)  # a token id
+    n = config.max_new_tokens
+    if isinstance(n, Tensor):
+        if n.shape != (rows,):
+            raise ArgumentError(f"max_new_tokens as a tensor must be ({rows},) counts, "
+                                f"one per row, got {tuple(n.shape)}")
+        n = int(n.max()) if rows else 0  # the largest, checked below
+    if n > model.config.max_len:
+        raise ArgumentError(
+            f"max_new_tokens = {n} > config.max_len = {model.config.max_len}"
+        )
+    V = model.config.tgt_vocab_size
+    for name in ("bos_id", "eos_id"):
+        if getattr(config, name) is not None:
+            check_int(name, getattr(config, name), low=0, high=V - 1)  # a token id
+
+
+def _check_evaluating(model: Transformer) -> None:
+    "ArgumentError unless model is in evaluation mode: decoding leaves the mode alone."
+    if model.training:
+        raise ArgumentError(
+            "model is in training mode (dropout on): call model.eval() before decoding"
+        )
+
+
+def _config(config: GenerationConfig | None, options: dict) -> GenerationConfig:
+    "config (the defaults if None) with options' fields replaced; ArgumentError if not."
+    if config is None:
+        config = GenerationConfig()
+    if not isinstance(config, GenerationConfig):
+        raise ArgumentError(
+            f"config must be a GenerationConfig, got {type(config).__name__}"
+        )
+    fields = [f.name for f in dataclasses.fields(GenerationConfig)]
+    for name in options:
+        if name not in fields:
+            raise ArgumentError(f"{name} is not a GenerationConfig field; the fields "
+                                f"are {', '.join(fields)}")
+    return dataclasses.replace(config, **options) if options else config
 
 # %% ../nbs/16_inference.ipynb #a58781cd
 def gnmt_length_penalty(length: Tensor, alpha: float) -> Tensor:
@@ -167,83 +310,58 @@ def _select_beams(
 # %% ../nbs/16_inference.ipynb #e2c59a7e
 def _best_hypotheses(
     tokens: Tensor, score: Tensor, length: Tensor, alpha: float
-) -> list[Tensor]:
-    """tokens (B*k, 1 + n), score and length (B, k) -> per sentence the best beam,
-    bos_id through eos_id."""
+) -> tuple[Tensor, Tensor]:
+    """tokens (B*k, 1 + n), score and length (B, k) -> per sentence the best beam's
+    tokens (B, 1 + its longest), pad_id after its end, and its length (B,)."""
     B, k = score.shape
     best = (score / gnmt_length_penalty(length, alpha)).argmax(-1)  # (B,)
     rows = torch.arange(B, device=score.device) * k + best
-    return [
-        tokens[r, : 1 + n]
-        for r, n in zip(rows.tolist(), length[torch.arange(B), best].tolist())
-    ]
+    n = length.gather(1, best[:, None])[:, 0]  # (B,) tokens written, eos_id included
+    return tokens.index_select(0, rows)[:, : 1 + (int(n.max()) if B else 0)], n
 
 # %% ../nbs/16_inference.ipynb #42a8f7f9
-@torch.no_grad()
-def beam_search(
-    model: Transformer,
-    src: Tensor,
-    beam_size: int = 4,
-    max_new_tokens: int | Tensor = 100,
-    bos_id: int = BOS_ID,
-    eos_id: int = EOS_ID,
-    length_penalty: float = 0.6,
-    use_cache: bool = True,
-    step: Step | None = None,
-) -> list[Tensor]:
-    """src (B, S) -> per sentence the best hypothesis (1 + n,), bos_id first, by log P /
-    ((5 + n) / 6) ** alpha. step: decode_step unless given (for B * beam_size rows)."""
-    _check_beam_args(model, beam_size, length_penalty)
-    check_bool("use_cache", use_cache)
-    if eos_id is None:  # greedy_decode's "run to the budget" has no beam counterpart
-        raise ArgumentError(
-            "eos_id must be a token id: beam search finishes a hypothesis at it "
-            "(None, decoding to the budget, is for greedy_decode)"
-        )
-    check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
-    memory = model.encode(src)  # (B, S, D)
-    (B, _), k, dev = src.shape, beam_size, src.device
-    V, pad = model.config.tgt_vocab_size, model.config.pad_id
-    _check_decode_args(model, max_new_tokens, bos_id, eos_id, rows=B)
-    budget = torch.as_tensor(max_new_tokens, device=dev).expand(B)  # (B,) budgets
-    n = int(budget.max()) if B else 0  # the largest
-    beam_rows = torch.arange(B, device=dev).repeat_interleave(k)  # B -> B*k rows
-    if use_cache:
-        cache = new_cache(model, memory, src, max(n, 1))
-        cache.reorder(beam_rows)  # cross K/V expand too
-        step = step or partial(decode_step, model)
-    else:  # for comparison: the plain loop
-        memory, src = memory.index_select(0, beam_rows), src.index_select(0, beam_rows)
-    tokens = torch.full((B * k, 1 + n), pad, dtype=torch.long, device=dev)
-    tokens[:, 0] = bos_id
+def _beam(route: _Route, config: GenerationConfig) -> tuple[Tensor, Tensor]:
+    """Beam search on route's logits -> per sentence the best beam (B, 1 + n), by log P /
+    ((5 + n) / 6) ** alpha, pad_id after its end, and its length (B,)."""
+    tokens, budget, alpha = route.tokens, route.budget, config.length_penalty
+    (B,), k, dev = budget.shape, config.beam_size, tokens.device
+    V = route.model.config.tgt_vocab_size
     score = torch.full((B, k), float("-inf"), device=dev)
     score[:, 0] = 0.0  # one live beam per sentence
     length, done = (
         torch.zeros(B, k, dtype=torch.long, device=dev),
         torch.zeros(B, k, dtype=torch.bool, device=dev),
     )
-    for t in range(n):
+    for t in range(tokens.shape[1] - 1):
         done = done | (budget <= t)[:, None]  # budget spent: all its beams frozen
-        if use_cache:
-            logits = step(tokens[:, t : t + 1], cache)  # (B*k, 1) -> (B*k, V)
-        else:
-            # whole prefix again
-            logits = model.decode(tokens[:, : t + 1], memory, src)[:, -1]
+        logits = route.logits(tokens, t)  # (B*k, V)
+        logits = _processed(config, tokens[:, : t + 1], logits)
         logp = logits.float().log_softmax(-1).view(B, k, V)
         origin, token, score, length, done = _select_beams(
-            logp, score, length, done, model.config.pad_id, eos_id, length_penalty
+            logp, score, length, done, route.pad, config.eos_id, alpha
         )
         # (B*k,) parent rows
         rows = (torch.arange(B, device=dev)[:, None] * k + origin).view(-1)
         tokens = tokens.index_select(0, rows)
         tokens[:, t + 1] = token.view(-1)
-        if use_cache:
-            # every layer follows its parent; a parent is a beam of the same sentence,
-            # so the cross-attention half stays as it is
-            cache.reorder(rows, cross=False)
+        route.reorder(rows)  # every layer follows its parent
         if done.all():
             break
-    return _best_hypotheses(tokens, score, length, length_penalty)
+    return _best_hypotheses(tokens, score, length, alpha)
+
+
+def beam_search(
+    model: Transformer,
+    src: Tensor,
+    beam_size: int = 4,
+    max_new_tokens: int | Tensor = 100,
+    **options: object,
+) -> list[Tensor]:
+    """generate's beam search: src (B, S) -> per sentence the best hypothesis (1 + n,),
+    bos_id first; options: GenerationConfig's other fields (eos_id, use_cache, ...)."""
+    config = GenerationConfig(max_new_tokens, beam_size=beam_size)
+    tokens, length = _generate(model, src, _config(config, options))
+    return [row[: 1 + n] for row, n in zip(tokens, length.tolist())]
 
 # %% ../nbs/16_inference.ipynb #5e0c7a31
 def _check_beam_args(model: Transformer, beam_size: int, length_penalty: float) -> None:
@@ -251,6 +369,26 @@ def _check_beam_args(model: Transformer, beam_size: int, length_penalty: float) 
     V, k, alpha = model.config.tgt_vocab_size, beam_size, length_penalty
     check_int("beam_size", k, low=1, high=V)  # at most every token of the vocabulary
     check_number("length_penalty", alpha, 0.0, math.inf, high_open=True)
+
+# %% ../nbs/16_inference.ipynb #04d8f3e4
+def no_repeat_ngram(n: int) -> LogitsProcessor:
+    """A processor that forbids each row any token that would repeat an n-gram of its
+    tokens so far: logits (R, V) -> the same with those set to -inf."""
+    check_positive_int("n", n)
+
+    def process(tokens: Tensor, logits: Tensor) -> Tensor:
+        L = tokens.shape[1]  # tokens so far, bos_id first
+        if L < n:
+            return logits  # no n-gram written yet
+        # (R, W, n): every n-gram so far that ends in a written token (not bos_id)
+        grams = tokens.unfold(1, n, 1)[:, max(0, 2 - n) :]
+        recent = tokens[:, L - n + 1 :]  # (R, n - 1) what the next token would extend
+        again = (grams[..., :-1] == recent[:, None]).all(-1)  # (R, W)
+        banned = torch.zeros_like(logits, dtype=torch.long)  # (R, V) counts
+        banned.scatter_add_(1, grams[..., -1], again.long())
+        return logits.masked_fill(banned > 0, float("-inf"))
+
+    return process
 
 # %% ../nbs/16_inference.ipynb #d84b6514
 def cross_attention_maps(model: Transformer, src: Tensor, out: Tensor) -> list[Tensor]:
@@ -342,36 +480,15 @@ def _pad_rows(rows: list[list[int]], pad_id: int) -> Tensor:
 
 # %% ../nbs/16_inference.ipynb #568ad89e
 def check_front_door(model: object, tokenizer: object) -> None:
-    "ArgumentError unless model is a Transformer and tokenizer a SubwordTokenizer."
+    """ArgumentError unless model is a Transformer in evaluation mode and tokenizer a
+    SubwordTokenizer."""
     if not isinstance(model, Transformer):
         raise ArgumentError(f"model must be a Transformer (load_pretrained gives one), "
                             f"got {type(model).__name__}")
     if not isinstance(tokenizer, SubwordTokenizer):
         raise ArgumentError(f"tokenizer must be a SubwordTokenizer (load_pretrained "
                             f"gives one), got {type(tokenizer).__name__}")
-
-
-# models in evaluation mode for translate, each with [users, its mode before the first]
-_EVALUATING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_EVALUATING_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def evaluation_mode(model: Transformer) -> Iterator[None]:
-    """model in evaluation mode meanwhile; the last of several threads to leave puts
-    back the mode the first one found."""
-    with _EVALUATING_LOCK:
-        users = _EVALUATING.setdefault(model, [0, model.training])
-        users[0] += 1
-        model.eval()
-    try:
-        yield
-    finally:
-        with _EVALUATING_LOCK:
-            users[0] -= 1
-            if users[0] == 0:
-                model.train(users[1])
-                del _EVALUATING[model]
+    _check_evaluating(model)  # the caller's mode: translate never changes it
 
 # %% ../nbs/16_inference.ipynb #cc8add63
 @torch.no_grad()
@@ -389,55 +506,40 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
     limits = [output_limit(len(x), max_len) for x in ids]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     texts, cut = [""] * len(ids), [False] * len(ids)
-    with evaluation_mode(model):  # left in the mode it came in, whatever the threads
-        for k in range(0, len(order), batch_size):
-            chunk = order[k : k + batch_size]
-            src = _pad_rows([ids[i] for i in chunk], model.config.pad_id).to(device)
-            limit = torch.tensor([limits[i] for i in chunk], device=device)
-            with autocast_for(device), attention_policy(device):  # chapters 10, 34
-                rows = decode(src, limit)
-            for r, i in enumerate(chunk):
-                out = rows[r][1 : 1 + limits[i]]  # tokenizer.decode stops at eos
-                texts[i] = tokenizer.decode(out)
-                cut[i] = not bool((out == EOS_ID).any())
+    for k in range(0, len(order), batch_size):
+        chunk = order[k : k + batch_size]
+        src = _pad_rows([ids[i] for i in chunk], model.config.pad_id).to(device)
+        limit = torch.tensor([limits[i] for i in chunk], device=device)
+        with autocast_for(device), attention_policy(device):  # chapters 10, 34
+            rows = decode(src, limit)
+        for r, i in enumerate(chunk):
+            out = rows[r][1 : 1 + limits[i]]  # tokenizer.decode stops at eos
+            texts[i] = tokenizer.decode(out)
+            cut[i] = not bool((out == EOS_ID).any())
     return Decoded(texts, limits, cut, tokens)
 
 # %% ../nbs/16_inference.ipynb #078d0a15
-def _batch_decoder(model: Transformer, beam_size: int, use_cache: bool,
-                   length_penalty: float, decoder: StepFactory | None,
-                   pick: Pick | None = None) -> DecodeFn:
-    "What translate decodes a batch with: greedy or beam, by decoder's step if given."
+def _batch_decoder(model: Transformer, config: GenerationConfig) -> DecodeFn:
+    "What translate decodes a batch with: generate, each row up to its own limit."
     def decode(src: Tensor, limits: Tensor) -> Sequence[Tensor]:
-        rows = src.shape[0] * beam_size
-        step = decoder(model, rows) if decoder is not None and use_cache else None
-        if beam_size == 1:  # greedy: a longer run, cut short, equals the shorter run
-            n = int(limits.max())
-            return greedy_decode(model, src, n, BOS_ID, EOS_ID, use_cache, step, pick)
-        return beam_search(model, src, beam_size, limits, BOS_ID, EOS_ID,
-                           length_penalty, use_cache, step)
+        ids = dict(max_new_tokens=limits, bos_id=BOS_ID, eos_id=EOS_ID)
+        return generate(model, src, config, **ids)
     return decode
 
 # %% ../nbs/16_inference.ipynb #b405830b
-def translate(
-    model: Transformer,
-    tokenizer: SubwordTokenizer,
-    sentences: Sequence[str],
-    beam_size: int = 1,
-    use_cache: bool = True,
-    batch_size: int = 64,
-    length_penalty: float = 0.6,
-    decoder: StepFactory | None = None,
-    pick: Pick | None = None,
-) -> list[str]:
-    """English sentences -> French texts, in input order: greedy (beam_size=1) or beam
-    search. decoder(model, rows): the step for a batch (decode_step unless given);
-    pick: greedy's choice of token (the argmax unless given)."""
+def translate(model: Transformer, tokenizer: SubwordTokenizer, sentences: Sequence[str],
+              config: GenerationConfig | None = None, batch_size: int = 64,
+              **options: object) -> list[str]:
+    """English sentences -> French texts, in input order, decoded by generate as config
+    says (options replace its fields, by name); each sentence's budget its output_limit."""
     check_front_door(model, tokenizer)
     sentences = check_texts("sentences", sentences)  # each item a str, named if not
-    check_bool("use_cache", use_cache)
-    _check_beam_args(model, beam_size, length_penalty)  # before any work, even for []
-    decode = _batch_decoder(model, beam_size, use_cache, length_penalty, decoder, pick)
-    done = decode_in_batches(model, tokenizer, sentences, decode, batch_size)
+    config = _config(config, options)
+    # before any work, even for []
+    _check_beam_args(model, config.beam_size, config.length_penalty)
+    done = decode_in_batches(
+        model, tokenizer, sentences, _batch_decoder(model, config), batch_size
+    )
     _warn_truncated(model, done.tokens)
     for i in (i for i, cut in enumerate(done.cut) if cut):
         warnings.warn(OutputTruncatedWarning(i, done.limits[i]), stacklevel=2)
