@@ -165,11 +165,12 @@ class _Route:
 @torch.no_grad()
 def generate(model: Transformer, src: Tensor, config: GenerationConfig | None = None,
              **options: object) -> Tensor:
-    """src (B, S) -> tokens (B, 1 + n), bos_id first, pad_id after each row's end: greedy
-    or beam search as config says; options replace its fields, by name."""
+    """src (B, S) -> tokens (B, 1 + n), bos_id first, pad_id after each row's end:
+    greedy or beam search as config says; options replace its fields, by name."""
     return _generate(model, src, _config(config, options))[0]
 
 
+@torch.no_grad()
 def _generate(
     model: Transformer, src: Tensor, config: GenerationConfig
 ) -> tuple[Tensor, Tensor]:
@@ -321,8 +322,8 @@ def _best_hypotheses(
 
 # %% ../nbs/16_inference.ipynb #42a8f7f9
 def _beam(route: _Route, config: GenerationConfig) -> tuple[Tensor, Tensor]:
-    """Beam search on route's logits -> per sentence the best beam (B, 1 + n), by log P /
-    ((5 + n) / 6) ** alpha, pad_id after its end, and its length (B,)."""
+    """Beam search on route's logits -> per sentence the best beam (B, 1 + n), by
+    log P / ((5 + n) / 6) ** alpha, pad_id after its end, and its length (B,)."""
     tokens, budget, alpha = route.tokens, route.budget, config.length_penalty
     (B,), k, dev = budget.shape, config.beam_size, tokens.device
     V = route.model.config.tgt_vocab_size
@@ -531,7 +532,8 @@ def translate(model: Transformer, tokenizer: SubwordTokenizer, sentences: Sequen
               config: GenerationConfig | None = None, batch_size: int = 64,
               **options: object) -> list[str]:
     """English sentences -> French texts, in input order, decoded by generate as config
-    says (options replace its fields, by name); each sentence's budget its output_limit."""
+    says (options replace its fields, by name); each sentence's budget: its
+    output_limit."""
     check_front_door(model, tokenizer)
     sentences = check_texts("sentences", sentences)  # each item a str, named if not
     config = _config(config, options)

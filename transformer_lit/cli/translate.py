@@ -20,7 +20,7 @@ from transformer_lit.cli.shared import (
 )
 from ..data import SubwordTokenizer
 from transformer_lit.inference import (
-    InputTruncatedWarning, OutputTruncatedWarning, Pick, translate,
+    GenerationConfig, InputTruncatedWarning, OutputTruncatedWarning, Pick, translate,
 )
 from ..model import Transformer
 
@@ -78,16 +78,19 @@ def translator_from_args(args: argparse.Namespace) -> TranslateFn:
         raise CliError(
             f"--length-penalty must be a finite number >= 0, got {args.length_penalty}"
         )
+    config = GenerationConfig(  # chapter 16's choices, checked once, here
+        beam_size=args.beam,
+        length_penalty=args.length_penalty,
+        use_cache=not args.no_cache,
+        pick=args.pick,
+    )
     return lambda model, tokenizer, sentences: translate(
         model,
         tokenizer,
         sentences,
-        args.beam,
-        not args.no_cache,
+        config,
         args.batch_size,
-        args.length_penalty,
         decoder=args.decoder_for(model),  # add_translate_command's: same tokens
-        pick=args.pick,
     )
 
 # %% ../../nbs/24_cli_translate.ipynb #c51a6ab0
