@@ -15,7 +15,7 @@ Four parts, all on a CPU with one thread (torch.set_num_threads(1), CTranslate2 
      same hypothesis); BLEU and chrF of each against both French versions (corpus_scores);
   2. speed, the same cases as bench_peers.py (source S=32 random ids, no padding, every run writes
      exactly n tokens): greedy batch 1 with 256 new tokens, batch 32 with 128, beam 4 at batch 1
-     with 64; ours plain (decode_step, the default), ours fast (FastDecoder / fast_step, step=fast_decoder(...)),
+     with 64; ours plain (decode_step, the default), ours fast (FastDecoder / fast_step, decoder=fast_decoder),
      ours compiled (torch.compile(fast_step) on a static cache, greedy only), PyTorch's dynamic int8
      quantization of the decoder's linear layers (quantize_dynamic; plain step, since FastDecoder reads
      float weights), ours int8 fast (int8_fast_step: fast_step with every product, the output projection
@@ -33,6 +33,7 @@ import copy
 import json
 import os
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -43,7 +44,7 @@ from transformer_lit.corpus import load_verses
 from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer, reference_set, split_by_book
 from transformer_lit.export import require_ctranslate2, to_ctranslate2
 from transformer_lit.fast_decoding import FastDecoder, fast_decoder, fast_step
-from transformer_lit.inference import beam_search, greedy_decode, new_cache, output_limit
+from transformer_lit.inference import beam_search, generate, greedy_decode, output_limit
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.pretrained import load_pretrained
 from transformer_lit.scoring import corpus_scores
@@ -82,13 +83,12 @@ def ours_decode(model: Transformer, ids: list[list[int]], beam: int = 1, int8: b
         limits = [limit_of(len(ids[i]) + 1, max_len) for i in chunk]
         if beam == 1:
             rows = (int8_greedy(model, src, max(limits), EOS_ID) if int8 else
-                    greedy_decode(model, src, max(limits), BOS_ID, EOS_ID,
-                                  step=fast_decoder(model, len(chunk))))
+                    greedy_decode(model, src, max(limits), BOS_ID, EOS_ID, decoder=fast_decoder))
             for r, i in enumerate(chunk):
                 out[i] = strip(rows[r, 1:1 + limits[r]].tolist())
         else:
-            rows = beam_search(model, src, beam, max(limits), BOS_ID, EOS_ID, length_penalty=0.0,
-                               step=fast_decoder(model, len(chunk) * beam))
+            rows = beam_search(model, src, beam, max(limits), bos_id=BOS_ID, eos_id=EOS_ID,
+                               length_penalty=0.0, decoder=fast_decoder)
             for r, i in enumerate(chunk):
                 out[i] = strip(rows[r][1:].tolist())
     return out
@@ -171,20 +171,20 @@ def ours_int8(model: Transformer) -> Transformer:
 COMPILED_STEP = None
 
 
-@torch.no_grad()
-def compiled_greedy(model: Transformer, src: Tensor, n: int) -> Tensor:
-    """Greedy decoding with eos off through torch.compile(fast_step) on a static cache (every step the
-    same shapes, the position a device tensor: one graph, compiled once per batch size) -> (B, 1 + n)."""
+def compiled_decoder(model: Transformer, rows: int):
+    """generate's decoder= for torch.compile(fast_step): on a static cache every step has the same
+    shapes and the position is a device tensor, so one graph is compiled per batch size."""
     global COMPILED_STEP
     if COMPILED_STEP is None:
         COMPILED_STEP = torch.compile(fast_step)
-    B = src.shape[0]
-    cache = new_cache(model, model.encode(src), src, n, static=True)
-    fd = FastDecoder(model, rows=B, onednn=False)   # inductor cannot lower oneDNN's prepacked products
-    out = torch.full((B, 1 + n), BOS_ID)
-    for t in range(n):
-        out[:, t + 1] = COMPILED_STEP(fd, out[:, t:t + 1], cache).argmax(-1)
-    return out
+    fd = FastDecoder(model, rows=rows, onednn=False)   # inductor cannot lower oneDNN's prepacked products
+    return partial(COMPILED_STEP, fd)
+
+
+def compiled_greedy(model: Transformer, src: Tensor, n: int) -> Tensor:
+    "Greedy decoding with eos off through the compiled fast step on a static cache -> (B, 1 + n)."
+    return generate(model, src, max_new_tokens=n, bos_id=BOS_ID, eos_id=None, static_cache=True,
+                    decoder=compiled_decoder)
 
 
 def _int8(a) -> object:
@@ -238,24 +238,15 @@ def int8_fast_step(q8: Int8FastDecoder, tokens: Tensor, cache) -> Tensor:
     return lin(x, q8.project)
 
 
-@torch.no_grad()
+def int8_decoder(model: Transformer, rows: int):
+    "generate's decoder= for int8_fast_step: every product an int8 one, weights packed once per call."
+    return partial(int8_fast_step, Int8FastDecoder(model, rows))
+
+
 def int8_greedy(model: Transformer, src: Tensor, n: int, eos_id: int | None = None) -> Tensor:
     """Greedy decoding through int8_fast_step -> (B, 1 + n) (shorter if every row wrote eos_id; rows
     padded after it); the encoder and the cache stay float32."""
-    B = src.shape[0]
-    cache = new_cache(model, model.encode(src), src, max(n, 1))
-    q8 = Int8FastDecoder(model, B)
-    out = torch.full((B, 1 + n), PAD_ID)
-    out[:, 0] = BOS_ID
-    done = torch.zeros(B, dtype=torch.bool)
-    for t in range(n):
-        next_id = int8_fast_step(q8, out[:, t:t + 1], cache).argmax(-1)
-        out[:, t + 1] = next_id.masked_fill(done, PAD_ID)
-        if eos_id is not None:
-            done |= next_id == eos_id
-            if done.all():
-                return out[:, :t + 2]
-    return out
+    return generate(model, src, max_new_tokens=n, bos_id=BOS_ID, eos_id=eos_id, decoder=int8_decoder)
 
 
 def speed(model: Transformer, tok: SubwordTokenizer, folder: Path, cases, repeats: int, warmup: int) -> list:
@@ -274,17 +265,16 @@ def speed(model: Transformer, tok: SubwordTokenizer, folder: Path, cases, repeat
         fixed = dict(beam_size=beam, min_decoding_length=n, max_decoding_length=n)
         if beam == 1:
             fns = {"ours_plain": lambda: greedy_decode(model, src, n, BOS_ID, None),
-                   "ours_fast": lambda: greedy_decode(model, src, n, BOS_ID, None,
-                                                      step=fast_decoder(model, src.shape[0])),
+                   "ours_fast": lambda: greedy_decode(model, src, n, BOS_ID, None, decoder=fast_decoder),
                    "ours_compiled": lambda: compiled_greedy(model, src, n),
                    "ours_int8_plain": lambda: greedy_decode(q8, src, n, BOS_ID, None),
                    "ours_int8_fast": lambda: int8_greedy(model, src, n)}
             assert torch.equal(fns["ours_compiled"](), fns["ours_fast"]()), "compiled step changed tokens"
         else:   # UNK as eos: the model never writes it here (asserted below), so every beam runs n steps
-            fns = {"ours_plain": lambda: beam_search(model, src, beam, n, BOS_ID, UNK_ID, 0.6),
-                   "ours_fast": lambda: beam_search(model, src, beam, n, BOS_ID, UNK_ID, 0.6,
-                                                    step=fast_decoder(model, src.shape[0] * beam)),
-                   "ours_int8_plain": lambda: beam_search(q8, src, beam, n, BOS_ID, UNK_ID, 0.6)}
+            ids = dict(bos_id=BOS_ID, eos_id=UNK_ID, length_penalty=0.6)
+            fns = {"ours_plain": lambda: beam_search(model, src, beam, n, **ids),
+                   "ours_fast": lambda: beam_search(model, src, beam, n, **ids, decoder=fast_decoder),
+                   "ours_int8_plain": lambda: beam_search(q8, src, beam, n, **ids)}
         fns.update({f"ct2_{q}": (lambda t=t: t.translate_batch(pieces, **fixed)) for q, t in tr.items()})
         for key, fn in fns.items():   # every decoder writes exactly n tokens per sentence
             out = fn()

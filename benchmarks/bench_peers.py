@@ -120,7 +120,7 @@ SETUP_DIFFERENCES = [
     "an id that, checked before timing, never ends a best hypothesis early (recorded as beam_eos_id); "
     "both return 1 + n tokens (asserted). Every beam is computed every step on both sides regardless.",
     "Decoding: Marian runs generate() with its default DynamicCache and logits processors, ours the "
-    "package's KVCache and its fast step (greedy_decode / beam_search with step=fast_decoder(...), and greedy "
+    "package's KVCache and its fast step (greedy_decode / beam_search with decoder=fast_decoder, and greedy "
     "with pick=two_pass_argmax: the command line's route, FastDecoder, chapter 26; greedy is also timed "
     "with the plain argmax, as ours_argmax); attention on both sides goes through "
     "F.scaled_dot_product_attention (Marian's attn_implementation is recorded).",
@@ -317,7 +317,7 @@ def marian_generate(marian: nn.Module, src: Tensor, n: int, beam: int = 1):
 def unreached_eos(ours: Transformer, src: Tensor, n: int, beam: int) -> int:
     "An eos id (2, 3, ...) that ends no best hypothesis of beam_search on src before n tokens."
     for eos in range(2, min(ours.config.tgt_vocab_size, 34)):
-        found = beam_search(ours, src, beam, n, BOS, eos, ALPHA)
+        found = beam_search(ours, src, beam, n, bos_id=BOS, eos_id=eos, length_penalty=ALPHA)
         if all(len(h) == 1 + n for h in found):
             return eos
     raise RuntimeError("every eos id tried ends a hypothesis early: change the source seed")
@@ -332,15 +332,13 @@ def run_decoding(case: Case, ours: Transformer, marian: nn.Module, repeats: int,
     row["ours_onednn"] = use_onednn(ours, case.batch * case.beam)
     row["ours_onednn_logits"] = use_onednn(ours, case.batch * case.beam, "logits")
     if case.kind == "greedy":
-        fns = {"ours": lambda: greedy_decode(ours, src, n, BOS, step=fast_decoder(ours, src.shape[0]),
-                                             pick=two_pass_argmax),
+        fns = {"ours": lambda: greedy_decode(ours, src, n, BOS, decoder=fast_decoder, pick=two_pass_argmax),
                "marian": marian_generate(marian, src, n),
-               "ours_argmax": lambda: greedy_decode(ours, src, n, BOS,
-                                                    step=fast_decoder(ours, src.shape[0]))}
+               "ours_argmax": lambda: greedy_decode(ours, src, n, BOS, decoder=fast_decoder)}
     else:
         eos = row["beam_eos_id"] = unreached_eos(ours, src, n, case.beam)
-        fns = {"ours": lambda: beam_search(ours, src, case.beam, n, BOS, eos, ALPHA,
-                                          step=fast_decoder(ours, src.shape[0] * case.beam)),
+        fns = {"ours": lambda: beam_search(ours, src, case.beam, n, bos_id=BOS, eos_id=eos,
+                                          length_penalty=ALPHA, decoder=fast_decoder),
                "marian": marian_generate(marian, src, n, case.beam)}
     out = {name: list(fn()) for name, fn in fns.items()}   # per sentence: bos + the tokens written
     written = {name: sum(len(t) - 1 for t in rows) for name, rows in out.items()}
