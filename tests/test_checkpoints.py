@@ -200,3 +200,15 @@ def test_a_checkpoint_keeps_every_choice_of_the_config(tmp_path):
     loaded = model_from_checkpoint(load_checkpoint(save_checkpoint(tmp_path / "c.pt", model)))
     assert loaded.config == model.config
     same_logits(loaded, model)
+
+
+def test_a_model_pt_of_an_earlier_version_still_loads(tmp_path, tok_bytes):
+    "Before model folders, `train` left model.pt: a checkpoint holding the tokenizer and the record."
+    model = tiny(share_embeddings=True)
+    old = save_checkpoint(tmp_path / "model.pt", model, tokenizer=tok_bytes, record={"steps": 2})
+    loaded, tokenizer, record = load_model(old)
+    assert tokenizer == tok_bytes and record == {"steps": 2}
+    same_logits(loaded, model)
+    bare = save_checkpoint(tmp_path / "bare.pt", model)
+    with pytest.raises(CheckpointError, match="bare.pt holds no tokenizer: it is not a model$"):
+        load_model(bare)

@@ -61,10 +61,17 @@ def ours_greedy(model: Transformer, ids: list[list[int]], n: int) -> list[list[i
 # --- the round trip -------------------------------------------------------------------------------
 
 VARIANTS = [dict(norm_first=nf, share_embeddings=sh) for nf in (False, True) for sh in (False, True)]
+# every other choice the config names (issue 56): the export reads them from the config
+VARIANTS += [dict(norm_first=True, share_embeddings=True, activation="gelu", positional="learned", norm_eps=1e-6),
+             dict(norm_first=False, share_embeddings=False, activation="gelu")]
 
 
-@pytest.mark.parametrize("overrides", VARIANTS, ids=lambda o: f"{'pre' if o['norm_first'] else 'post'}-norm,"
-                         f"{'shared' if o['share_embeddings'] else 'separate'}")
+def variant_id(o: dict) -> str:
+    name = f"{'pre' if o['norm_first'] else 'post'}-norm,{'shared' if o['share_embeddings'] else 'separate'}"
+    return ",".join([name, *(f"{k}={v}" for k, v in o.items() if k not in ("norm_first", "share_embeddings"))])
+
+
+@pytest.mark.parametrize("overrides", VARIANTS, ids=variant_id)
 def test_ctranslate2_scores_and_greedy_tokens_equal_ours(tmp_path, tokenizer, overrides):
     "CTranslate2 reads the folder and computes our log-probabilities and our greedy tokens (a padded batch)."
     model = tiny(tokenizer, **overrides)
@@ -192,11 +199,19 @@ def test_models_that_cannot_be_mapped_are_refused(tmp_path, tokenizer):
     wrong_vocab = Transformer(TransformerConfig.tiny(V, V + 1)).eval()
     with pytest.raises(ValueError, match="tokenizer's"):
         export.to_ctranslate2(wrong_vocab, tokenizer, tmp_path / "a")
-    two_eps = tiny(tokenizer)
-    two_eps.encoder.layers[0].attn_res.norm.eps = 1e-6
-    with pytest.raises(ValueError, match="one eps"):
-        export.to_ctranslate2(two_eps, tokenizer, tmp_path / "b")
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    assert not (tmp_path / "a").exists()
+
+
+def test_the_export_reads_the_config_not_the_modules(tmp_path, tokenizer):
+    "House rule 27: the activation, the positions and the epsilon come from model.config."
+    model = tiny(tokenizer, activation="gelu", positional="learned", norm_eps=1e-6)
+    folder = export.to_ctranslate2(model, tokenizer, tmp_path / "ct2")
+    config = json.loads((folder / "config.json").read_text())
+    assert config["layer_norm_epsilon"] == pytest.approx(1e-6)
+    spec = export.transformer_spec(model)
+    assert spec.encoder.activation == ctranslate2.specs.Activation.GELU
+    torch.testing.assert_close(torch.from_numpy(spec.encoder.position_encodings.encodings),
+                               model.pos.embedding.weight.detach())
 
 
 # --- the command ----------------------------------------------------------------------------------

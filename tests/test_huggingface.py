@@ -70,11 +70,11 @@ def tiny_tok():
     return train_tokenizer(SENTENCES_EN + SENTENCES_FR, vocab_size=80)
 
 
-def tiny_model(norm_first: bool, share: bool, vocab=(50, 50), seed: int = 0) -> Transformer:
+def tiny_model(norm_first: bool, share: bool, vocab=(50, 50), seed: int = 0, **choices) -> Transformer:
     "A tiny model whose LayerNorms and biases are random too (a misplaced feature shows)."
     torch.manual_seed(seed)
     model = Transformer(TransformerConfig.tiny(*vocab, norm_first=norm_first,
-                                               share_embeddings=share)).eval()
+                                               share_embeddings=share, **choices)).eval()
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, (LayerNorm, nn.Linear)) and m.bias is not None:
@@ -117,6 +117,19 @@ def test_the_folder_computes_our_logits(tmp_path, tiny_tok, norm_first, share):
     with torch.no_grad():
         torch.testing.assert_close(their_logits(theirs, src, tgt), ours(src, tgt),
                                    atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["marian", "pegasus"])
+def test_a_gelu_model_is_exported_as_its_config_says(tmp_path, tiny_tok, norm_first):
+    "The activation comes from model.config (house rule 27): GELU in ours, 'gelu' in theirs, the same logits."
+    V = tiny_tok.vocab_size
+    ours = tiny_model(norm_first, True, (V, V), activation="gelu")
+    assert huggingface_config(ours).activation_function == "gelu"
+    folder = to_huggingface(ours, tiny_tok, tmp_path / "out")
+    theirs = AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
+    src, tgt = padded_batch(V, V)
+    with torch.no_grad():
+        torch.testing.assert_close(their_logits(theirs, src, tgt), ours(src, tgt), atol=1e-4, rtol=0)
 
 
 def test_two_vocabularies_of_different_sizes_post_norm():
@@ -299,13 +312,12 @@ def test_bad_arguments_are_refused_in_one_line(tmp_path, tiny_tok):
         assert "\n" not in str(e.value)
     with pytest.raises(ArgumentError, match="force must be True or False"):
         to_huggingface(model, tiny_tok, out, force=1)
-    model.encoder.layers[0].attn_res.norm.eps = 1e-6
-    with pytest.raises(ValueError, match="eps"):
-        to_huggingface(model, tiny_tok, out)
-    gelu = tiny_model(False, True, (V, V))
-    gelu.decoder.layers[1].ffn.activation = nn.GELU(approximate="tanh")
-    with pytest.raises(ValueError, match="activation"):
-        huggingface_config(gelu)
+    # what Marian and Pegasus cannot express, refused by the config's name for it
+    with pytest.raises(ArgumentError, match="^model: Marian and Pegasus fix LayerNorm eps at 1e-05, got norm_eps=1e-06$"):
+        to_huggingface(tiny_model(False, True, (V, V), norm_eps=1e-6), tiny_tok, out)
+    with pytest.raises(ArgumentError, match="^model: the export maps chapter 02's sinusoidal positions only, "
+                                            "got positional='learned'$"):
+        to_huggingface(tiny_model(True, True, (V, V), positional="learned"), tiny_tok, out)
     assert not out.exists() and not list(tmp_path.iterdir())
 
 

@@ -2,6 +2,7 @@
 and the command line's default model."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -12,8 +13,10 @@ from transformer_lit import pretrained
 from transformer_lit.corpus import sha256_of
 from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer
 from transformer_lit.inference import translate
+from transformer_lit.checkpoints import (CONFIG_FILE, MODEL_FILES, TOKENIZER_FILE, WEIGHTS_FILE,
+                                         CheckpointError, load_model, save_model, weights_sha256)
 from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, load_pretrained,
-                                        pretrained_path, pretrained_record)
+                                        pretrained_folder, pretrained_record)
 
 from synthetic import run
 
@@ -29,17 +32,60 @@ def shipped():
     torch.set_num_threads(threads)
 
 
-def test_the_shipped_file_is_in_the_package_and_pinned():
-    path = pretrained_path()
-    assert path.parent.name == "pretrained" and path.parent.parent.name == "transformer_lit"
-    assert path.stat().st_size <= 25e6
-    assert sha256_of(path) == PRETRAINED_SHA256
-    assert (path.parent / "MODEL_CARD.md").is_file()
+def test_the_shipped_files_are_in_the_package_and_pinned():
+    folder = pretrained_folder()
+    assert folder.name == "pretrained" and folder.parent.name == "transformer_lit"
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*MODEL_FILES, "MODEL_CARD.md"])
+    assert sum((folder / name).stat().st_size for name in MODEL_FILES) <= 25e6
+    assert sha256_of(folder / WEIGHTS_FILE) == PRETRAINED_SHA256
+    meta = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+    assert meta["files"][WEIGHTS_FILE] == PRETRAINED_SHA256
+    assert meta["files"][TOKENIZER_FILE] == sha256_of(folder / TOKENIZER_FILE)
+
+
+def test_the_config_names_every_choice_of_the_shipped_model():
+    meta = json.loads((pretrained_folder() / CONFIG_FILE).read_text(encoding="utf-8"))
+    config = meta["config"]
+    assert {k: config[k] for k in ("activation", "positional", "norm_eps", "norm_first", "share_embeddings")} \
+        == {"activation": "relu", "positional": "sinusoidal", "norm_eps": 1e-5, "norm_first": True,
+            "share_embeddings": True}
+
+
+# the checksum of the weights of the earlier transformer_lit/pretrained/model.pt (torch.save,
+# sha256 2e8908a8...): checkpoints.weights_sha256 over each tensor's name, dtype, shape and bytes
+EARLIER_WEIGHTS_SHA256 = "4725093597da1ac36b97c86e428fea21acba4f7e852ca29fce6a8b708ddd2b2f"
+
+
+def test_the_tensors_are_those_of_the_earlier_model_pt():
+    "model.safetensors holds the tensors of the model.pt it replaced, bit for bit: the same checksum."
+    from safetensors.torch import load_file
+    stored = load_file(pretrained_folder() / WEIGHTS_FILE)
+    assert {t.dtype for t in stored.values()} == {torch.float16}
+    model, _, record = load_model(pretrained_folder())
+    order = list(model.state_dict())   # the model.pt's order: tgt_embed.weight, src_embed.weight, ...
+    retied = {name: stored[name if name != "src_embed.weight" else "tgt_embed.weight"] for name in order}
+    assert weights_sha256(retied) == EARLIER_WEIGHTS_SHA256
+    assert record["converted_from"]["weights_sha256"] == EARLIER_WEIGHTS_SHA256
+    card = (pretrained_folder() / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert PRETRAINED_SHA256 in card and EARLIER_WEIGHTS_SHA256 in card
+
+
+def test_it_translates_as_the_recorded_translations(shipped):
+    "The shipped translations (results/shipped_translations.json) are this model's: a sample, both decodings."
+    from transformer_lit.analysis import load_modern_pairs
+    model, tokenizer = shipped
+    recorded = json.loads((pretrained_folder().parent / "results" / "shipped_translations.json")
+                          .read_text(encoding="utf-8"))["sets"]["modern"]
+    sources = [p.en for p in load_modern_pairs()]
+    assert translate(model, tokenizer, sources[:12]) == recorded["greedy"][:12]
+    assert translate(model, tokenizer, sources[:4], beam_size=4) == recorded["beam 4"][:4]
 
 
 def test_the_wheel_carries_the_model(root):
     pyproject = (root / "pyproject.toml").read_text()
-    assert '"pretrained/model.pt"' in pyproject and '"pretrained/MODEL_CARD.md"' in pyproject
+    for name in (*MODEL_FILES, "MODEL_CARD.md"):
+        assert f'"pretrained/{name}"' in pyproject
+    assert "model.pt" not in pyproject
 
 
 def test_load_gives_an_eval_float32_model_and_its_tokenizer(shipped):
@@ -75,46 +121,65 @@ def test_the_record_says_how_it_was_made():
 
 
 def test_a_damaged_file_is_refused(monkeypatch, tmp_path):
-    copy = tmp_path / "model.pt"
-    data = bytearray(pretrained_path().read_bytes())
+    copy = shutil.copytree(pretrained_folder(), tmp_path / "copy")
+    data = bytearray((copy / WEIGHTS_FILE).read_bytes())
     data[len(data) // 2] ^= 1
-    copy.write_bytes(bytes(data))
-    monkeypatch.setattr(pretrained, "pretrained_path", lambda: copy)
-    with pytest.raises(ValueError, match="damaged or not the shipped model"):
+    (copy / WEIGHTS_FILE).write_bytes(bytes(data))
+    monkeypatch.setattr(pretrained, "pretrained_folder", lambda: copy)
+    with pytest.raises(ValueError, match="model.safetensors is damaged or not the shipped model"):
+        load_pretrained()
+    shutil.copy(pretrained_folder() / WEIGHTS_FILE, copy / WEIGHTS_FILE)
+    (copy / TOKENIZER_FILE).write_bytes(b"x" + (copy / TOKENIZER_FILE).read_bytes()[1:])
+    with pytest.raises(ValueError, match="tokenizer.model is damaged: it does not match the SHA-256"):
         load_pretrained()
 
 
-def test_a_missing_file_names_the_fix(monkeypatch, tmp_path):
-    monkeypatch.setattr(pretrained, "pretrained_path", lambda: tmp_path / "model.pt")
-    with pytest.raises(FileNotFoundError, match="reinstall"):
+@pytest.mark.parametrize("name", MODEL_FILES)
+def test_a_missing_file_names_the_fix(monkeypatch, tmp_path, name):
+    copy = shutil.copytree(pretrained_folder(), tmp_path / "copy")
+    (copy / name).unlink()
+    monkeypatch.setattr(pretrained, "pretrained_folder", lambda: copy)
+    with pytest.raises(FileNotFoundError, match=f"^the shipped model is missing: no .*{name}; reinstall"):
         load_pretrained()
 
 
 class Boom:
+    def __init__(self, marker):
+        self.marker = marker
+
     def __reduce__(self):
-        return (os.system, ("echo pwned > /dev/null",))
+        return (os.system, (f"touch {self.marker}",))
 
 
 def test_no_code_runs_on_load_even_with_a_matching_digest(monkeypatch, tmp_path):
-    evil = tmp_path / "model.pt"
-    torch.save({"format": "transformer-lit checkpoint v1", "x": Boom()}, evil)
-    monkeypatch.setattr(pretrained, "pretrained_path", lambda: evil)
-    monkeypatch.setattr(pretrained, "PRETRAINED_SHA256", sha256_of(evil))
-    with pytest.raises(ValueError, match="weights_only"):
+    "A pickle put in place of model.safetensors, every digest made to match: refused, its code never run."
+    copy = shutil.copytree(pretrained_folder(), tmp_path / "copy")
+    marker = tmp_path / "pwned"
+    torch.save({"format": "transformer-lit checkpoint v1", "x": Boom(marker)}, copy / WEIGHTS_FILE)
+    digest = sha256_of(copy / WEIGHTS_FILE)
+    meta = json.loads((copy / CONFIG_FILE).read_text(encoding="utf-8"))
+    meta["files"][WEIGHTS_FILE] = digest
+    (copy / CONFIG_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    monkeypatch.setattr(pretrained, "pretrained_folder", lambda: copy)
+    monkeypatch.setattr(pretrained, "PRETRAINED_SHA256", digest)
+    with pytest.raises(CheckpointError, match="model.safetensors is not a safetensors file"):
         load_pretrained()
+    assert not marker.exists()
 
 
-def test_export_halves_the_weights_and_keeps_the_translations_close(shipped, tmp_path):
+def test_export_halves_the_weights_into_a_model_folder(shipped, tmp_path):
+    from safetensors.torch import load_file
     model, tokenizer = shipped
-    from transformer_lit.checkpoints import save_checkpoint
-    run = tmp_path / "run.pt"
-    save_checkpoint(run, model, tokenizer=tokenizer.to_bytes(), record={"steps": 1})
-    digest = export_pretrained(run, tmp_path / "out.pt", note="test")
-    assert digest == sha256_of(tmp_path / "out.pt")
-    stored = torch.load(tmp_path / "out.pt", weights_only=True)
-    assert {v.dtype for v in stored["model"].values() if v.is_floating_point()} == {torch.float16}
-    assert stored["record"] == {"steps": 1, "note": "test"}
-    assert SubwordTokenizer(stored["tokenizer"]).to_bytes() == tokenizer.to_bytes()
+    run = save_model(tmp_path / "run", model, tokenizer.to_bytes(), record={"steps": 1})
+    out = tmp_path / "out"
+    digest = export_pretrained(run, out, note="test")
+    assert digest == sha256_of(out / WEIGHTS_FILE)
+    assert {v.dtype for v in load_file(out / WEIGHTS_FILE).values()} == {torch.float16}
+    exported, tok_bytes, record = load_model(out)
+    assert record == {"steps": 1, "note": "test"}
+    assert SubwordTokenizer(tok_bytes).to_bytes() == tokenizer.to_bytes()
+    for name, t in exported.state_dict().items():   # float16 weights: the halving changes nothing
+        assert torch.equal(t, model.state_dict()[name])
 
 
 def test_the_command_translates_with_the_shipped_model_by_default(capsys):
@@ -129,8 +194,8 @@ def test_the_command_takes_a_checkpoint_option(tmp_path, capsys):
     status, _, err = run(["translate", "--checkpoint", str(tmp_path / "nope.pt"), "Hello."], capsys)
     assert status == 2 and "no checkpoint at" in err
     assert "Traceback" not in err
-    shutil.copy(pretrained_path(), tmp_path / "model.pt")   # the shipped file is a checkpoint too
-    status, out, err = run(["translate", "--threads", "1", "--checkpoint", str(tmp_path / "model.pt"),
+    folder = shutil.copytree(pretrained_folder(), tmp_path / "shipped")   # a model folder, as train leaves
+    status, out, err = run(["translate", "--threads", "1", "--checkpoint", str(folder),
                             "The king said."], capsys)
     assert status == 0 and "roi" in out.lower(), err
 
@@ -140,7 +205,7 @@ def test_the_shipped_translations_are_of_the_shipped_model_and_complete():
 
     from transformer_lit.analysis import load_modern_pairs
 
-    path = pretrained_path().parents[1] / "results" / "shipped_translations.json"
+    path = pretrained_folder().parent / "results" / "shipped_translations.json"
     shipped = json.loads(path.read_text(encoding="utf-8"))
     assert shipped["model_sha256"] == PRETRAINED_SHA256
     test = shipped["sets"]["test"]
@@ -151,7 +216,7 @@ def test_the_shipped_translations_are_of_the_shipped_model_and_complete():
 
 
 def test_the_card_compares_like_with_like_and_names_its_limits():
-    card = (pretrained_path().parent / "MODEL_CARD.md").read_text(encoding="utf-8")
+    card = (pretrained_folder() / "MODEL_CARD.md").read_text(encoding="utf-8")
     like = card.split("## Test books, like for like")[1].split("\n## ")[0]
     rows = [line.split(" | ") for line in like.splitlines() if line.startswith("| Louis")
             or line.startswith("| Darby")]

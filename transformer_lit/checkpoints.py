@@ -449,15 +449,25 @@ def read_model_files(
     return meta, tensors, tokenizer
 
 
-def load_model(folder: str | Path) -> tuple[Transformer, bytes, dict[str, Any]]:
+def load_model(path: str | Path) -> tuple[Transformer, bytes, dict[str, Any]]:
     """The model of a folder written by save_model (float32, training mode: call
-    .eval()), its tokenizer's bytes and its record."""
-    meta, tensors, tokenizer = read_model_files(folder)
+    .eval()), its tokenizer's bytes and its record; path may also be a model.pt of an
+    earlier version (a checkpoint holding a tokenizer), read by load_checkpoint."""
+    path = Path(path)
+    if path.is_file():  # before model folders, `train` wrote model.pt
+        ckpt = load_checkpoint(path)
+        if not isinstance(ckpt.get("tokenizer"), bytes):
+            raise CheckpointError(f"{path} holds no tokenizer: it is not a model")
+        record = ckpt.get("record")
+        return (model_from_checkpoint(ckpt), ckpt["tokenizer"],
+                record if isinstance(record, dict) else {})
+    meta, tensors, tokenizer = read_model_files(path)
     try:
         model = model_from_checkpoint({"config": meta.get("config"), "model": tensors})
     except CheckpointError as e:  # "checkpoint does not fit ...: why": name the file
         why = str(e).split(": ", 1)[-1]
-        raise CheckpointError(f"{Path(folder) / CONFIG_FILE} does not describe the "
-                              f"weights beside it: {why}") from None
+        raise CheckpointError(f"{path / CONFIG_FILE} does not describe the weights "
+                              f"beside it: {why}") from None
     record = meta.get("record")
     return model, tokenizer, record if isinstance(record, dict) else {}
+

@@ -23,7 +23,6 @@ from .data import SPECIAL_PIECES, SubwordTokenizer
 from .files import make_folders, reason
 from .model import Transformer
 from .norms import LayerNorm
-from .positional import LearnedPositionalEncoding, PositionalEncoding
 from .validate import ArgumentError, check_bool, check_path
 
 # %% auto #0
@@ -102,14 +101,10 @@ def _set_ffn(spec, ffn: nn.Module, norm: LayerNorm) -> None:
 # %% ../nbs/27_export.ipynb #bdb0c268
 def _position_table(model: Transformer) -> np.ndarray:
     """The vectors added at positions 0 .. max_len - 1, (max_len, D): sinusoids or
-    learned."""
-    if isinstance(model.pos, PositionalEncoding):
-        return model.pos.pe.cpu().numpy()  # chapter 02's table: sin, cos interleaved
-    if isinstance(model.pos, LearnedPositionalEncoding):
-        return _array(model.pos.embedding.weight)
-    raise ArgumentError(
-        f"cannot export the positional module {type(model.pos).__name__}"
-    )
+    learned, as the config says."""
+    if model.config.positional == "learned":
+        return _array(model.pos.embedding.weight)  # a weight of the model
+    return model.pos.pe.cpu().numpy()  # chapter 02's table: sin, cos interleaved
 
 
 def _set_inputs(spec, embed: nn.Embedding, table: np.ndarray) -> None:
@@ -123,29 +118,11 @@ def _set_inputs(spec, embed: nn.Embedding, table: np.ndarray) -> None:
 
 # %% ../nbs/27_export.ipynb #07053065
 def _activation(model: Transformer) -> int:
-    """CTranslate2's code for the feed-forward activation: ReLU (the paper) or exact
-    GELU."""
-    names = {
-        type(layer.ffn.activation).__name__
-        for layer in (*model.encoder.layers, *model.decoder.layers)
-    }
+    """CTranslate2's code for the feed-forward activation the config names: ReLU (the
+    paper) or exact GELU."""
     codes = require_ctranslate2().specs.Activation
-    if names == {"ReLU"}:
-        return codes.RELU
-    if names == {"GELU"} and all(
-        layer.ffn.activation.approximate == "none"
-        for layer in (*model.encoder.layers, *model.decoder.layers)
-    ):
-        return codes.GELU
-    raise ArgumentError(f"cannot export the activations {sorted(names)}")
+    return {"relu": codes.RELU, "gelu": codes.GELU}[model.config.activation]
 
-
-def _epsilon(model: Transformer) -> float:
-    "The epsilon of every LayerNorm in the model; CTranslate2 has one for all."
-    found = {m.eps for m in model.modules() if isinstance(m, LayerNorm)}
-    if len(found) != 1:
-        raise ArgumentError(f"the LayerNorms must share one eps to export, got {found}")
-    return found.pop()
 
 # %% ../nbs/27_export.ipynb #56f5f356
 def transformer_spec(model: Transformer):
@@ -189,7 +166,7 @@ def _set_vocabulary(spec, model: Transformer, tokenizer: SubwordTokenizer) -> No
     config.bos_token = config.decoder_start_token = bos  # the target starts with BOS
     config.eos_token, config.unk_token = eos, unk
     config.add_source_eos = True  # our sources end with EOS (chapter 13's collate)
-    config.layer_norm_epsilon = _epsilon(model)
+    config.layer_norm_epsilon = c.norm_eps  # one for every LayerNorm, as ours
 
 # %% ../nbs/27_export.ipynb #e403405c
 def _readme(model: Transformer, quantization: str | None) -> str:

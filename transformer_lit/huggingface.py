@@ -18,9 +18,7 @@ from torch import Tensor, nn
 from .data import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer
 from .export import check_export_folder, write_export_folder
 from .model import Transformer
-from .norms import LayerNorm
-from .positional import PositionalEncoding, sinusoidal_encoding
-from .pretrained import load_pretrained, pretrained_path
+from .pretrained import load_pretrained, pretrained_folder
 from .validate import ArgumentError, check_bool, check_positive_int
 
 # %% auto #0
@@ -80,20 +78,6 @@ def _ffn(theirs: nn.Module, ours: nn.Module, order: Tensor) -> None:
     _writes(theirs.fc2, ours.linear2, order)
 
 # %% ../nbs/28_huggingface.ipynb #71fde652
-def _activation(model: Transformer) -> str:
-    "transformers' name of the feed-forward activation: 'relu' or exact 'gelu'."
-    acts = [layer.ffn.activation for layer in (*model.encoder.layers,
-                                               *model.decoder.layers)]
-    if all(isinstance(a, nn.ReLU) for a in acts):
-        return "relu"
-    if all(isinstance(a, nn.GELU) and a.approximate == "none" for a in acts):
-        return "gelu"
-    raise ArgumentError(
-        f"model: the export maps one activation, ReLU or exact GELU, for every layer; "
-        f"got {sorted({repr(a) for a in acts})}"
-    )
-
-
 def huggingface_config(model: Transformer):
     """A MarianConfig (post-norm) or PegasusConfig (pre-norm) with our sizes, ids and
     dropout."""
@@ -102,7 +86,7 @@ def huggingface_config(model: Transformer):
         vocab_size=c.src_vocab_size, d_model=c.d_model, encoder_layers=c.n_layers,
         decoder_layers=c.n_layers, encoder_attention_heads=c.n_heads,
         decoder_attention_heads=c.n_heads, encoder_ffn_dim=c.d_ff,
-        decoder_ffn_dim=c.d_ff, activation_function=_activation(model),
+        decoder_ffn_dim=c.d_ff, activation_function=c.activation,  # same names
         dropout=c.dropout, attention_dropout=c.dropout, activation_dropout=c.dropout,
         max_position_embeddings=c.max_len, scale_embedding=True,  # x * sqrt(D)
         pad_token_id=c.pad_id, bos_token_id=BOS_ID, eos_token_id=EOS_ID,
@@ -160,26 +144,24 @@ def huggingface_model(model: Transformer) -> nn.Module:
 # %% ../nbs/28_huggingface.ipynb #ea0eba49
 def check_mappable(model: Transformer) -> None:
     """ArgumentError unless model is our Transformer and Marian (post-norm) or Pegasus
-    (pre-norm) can hold it exactly (one line, naming what they lack)."""
+    (pre-norm) can hold what its config names exactly (one line, naming what they
+    lack)."""
     if not isinstance(model, Transformer):
         raise ArgumentError(f"model must be a transformer_lit Transformer, got "
                             f"{type(model).__name__}")
     c = model.config
-    eps = {m.eps for m in model.modules() if isinstance(m, LayerNorm)}
-    if eps != {1e-5}:
+    if c.norm_eps != 1e-5:
         raise ArgumentError(f"model: Marian and Pegasus fix LayerNorm eps at 1e-05, "
-                            f"got {sorted(eps)}")
-    if not isinstance(model.pos, PositionalEncoding) or not torch.equal(
-        model.pos.pe.cpu(), sinusoidal_encoding(c.max_len, c.d_model)
-    ):
+                            f"got norm_eps={c.norm_eps}")
+    if c.positional != "sinusoidal":
         raise ArgumentError("model: the export maps chapter 02's sinusoidal "
-                            f"positions only, got {type(model.pos).__name__}")
+                            f"positions only, got positional={c.positional!r}")
     if c.norm_first and c.src_vocab_size != c.tgt_vocab_size:
         raise ArgumentError(
             f"model: a pre-norm model maps to Pegasus, which has one vocabulary; got "
             f"src_vocab_size {c.src_vocab_size} and tgt_vocab_size {c.tgt_vocab_size}"
         )
-    _activation(model)
+
 
 # %% ../nbs/28_huggingface.ipynb #08686755
 def _spm_settings(model_proto: bytes) -> dict:
@@ -289,7 +271,7 @@ def _is_shipped(model: Transformer, tokenizer: SubwordTokenizer) -> bool:
 def _shipped_scores() -> str:
     """The test-book section of the shipped model's card, as tools/export_pretrained
     wrote it."""
-    card = (pretrained_path().parent / "MODEL_CARD.md").read_text(encoding="utf-8")
+    card = (pretrained_folder() / "MODEL_CARD.md").read_text(encoding="utf-8")
     section = card.split("## Test books, like for like", 1)[1].split("\n## ", 1)[0]
     return "## Test books, like for like" + section.rstrip() + "\n"
 

@@ -5,6 +5,7 @@
 # %% ../nbs/18_pretrained.ipynb #dad09cdd
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -12,69 +13,74 @@ from typing import Any
 import torch
 
 from transformer_lit.checkpoints import (
-    CheckpointError, load_checkpoint, model_from_checkpoint, save_checkpoint,
+    CONFIG_FILE, CONFIG_LIMIT, MODEL_FILES, WEIGHTS_FILE, CheckpointError, load_model,
+    save_model,
 )
 from .data import SubwordTokenizer
-from .files import sha256_of
+from .files import read_small_file, sha256_of
 from .model import Transformer
 from .validate import ArgumentError
 
 # %% auto #0
-__all__ = ['PRETRAINED_FILE', 'PRETRAINED_SHA256', 'pretrained_path', 'load_pretrained', 'pretrained_record', 'export_pretrained']
+__all__ = ['PRETRAINED_FOLDER', 'PRETRAINED_SHA256', 'pretrained_folder', 'load_pretrained', 'pretrained_record',
+           'export_pretrained']
 
 # %% ../nbs/18_pretrained.ipynb #0ec87051
-PRETRAINED_FILE = "model.pt"   # in the package folder transformer_lit/pretrained/
-# written by tools/export_pretrained.py, which prints this digest when it exports
-PRETRAINED_SHA256 = "2e8908a8f76f46879fbd7f1dfa23be68fb741878cd8cada4dbbb0aa353f03adc"
+# the package folder transformer_lit/pretrained/: a model folder (config.json,
+# model.safetensors, tokenizer.model; chapter 14) and MODEL_CARD.md
+PRETRAINED_FOLDER = "pretrained"
+# the SHA-256 of model.safetensors, printed by tools/export_pretrained.py when it
+# exports; config.json gives the tokenizer's, checked as the model is read
+PRETRAINED_SHA256 = "3c5679d08a70ff7a53028b27a6070229863ab533598a31e0edbff487840b4377"
 
 
-def pretrained_path() -> Path:
-    """Where the shipped model lies: transformer_lit/pretrained/model.pt inside the
+def pretrained_folder() -> Path:
+    """Where the shipped model lies: the folder transformer_lit/pretrained/ inside the
     installed package."""
-    return Path(
-        str(resources.files("transformer_lit") / "pretrained" / PRETRAINED_FILE)
-    )
+    return Path(str(resources.files("transformer_lit") / PRETRAINED_FOLDER))
+
 
 # %% ../nbs/18_pretrained.ipynb #b3a6b8cc
 def load_pretrained(
     device: torch.device | str = "cpu",
 ) -> tuple[Transformer, SubwordTokenizer]:
     """The shipped model (float32, eval mode, on device) and its tokenizer, after
-    checking the file's SHA-256."""
+    checking the SHA-256 of its files."""
     try:  # refused before any work
         device = torch.device(device)
     except (RuntimeError, TypeError):
         raise ArgumentError(f"device must name a torch device such as 'cpu' or "
                             f"'cuda', got {device!r}") from None
-    path = pretrained_path()
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"the shipped model is missing: no {path}; reinstall transformer_lit"
-        )
-    got = sha256_of(path)
+    folder = pretrained_folder()
+    for name in MODEL_FILES:
+        if not (folder / name).is_file():
+            raise FileNotFoundError(
+                f"the shipped model is missing: no {folder / name}; "
+                "reinstall transformer_lit"
+            )
+    got = sha256_of(folder / WEIGHTS_FILE)
     if got != PRETRAINED_SHA256:
         raise CheckpointError(
-            f"{path} is damaged or not the shipped model: sha256 {got}, expected "
-            f"{PRETRAINED_SHA256}; reinstall transformer_lit"
+            f"{folder / WEIGHTS_FILE} is damaged or not the shipped model: sha256 "
+                f"{got}, "
+            f"expected {PRETRAINED_SHA256}; reinstall transformer_lit"
         )
-    ckpt = load_checkpoint(path)  # torch.load(weights_only=True)
-    # float16 weights are copied into float32 parameters
-    model = model_from_checkpoint(ckpt)
-    return model.to(device).eval(), SubwordTokenizer(ckpt["tokenizer"])
+    # JSON and safetensors: no code runs; float16 weights go into float32 parameters
+    model, tokenizer, _ = load_model(folder)
+    return model.to(device).eval(), SubwordTokenizer(tokenizer)
 
 
 def pretrained_record() -> dict[str, Any]:
-    """The record stored with the shipped model: the run, its command, device, curve and
-    scores."""
-    return load_checkpoint(pretrained_path())["record"]
+    """The record stored with the shipped model (in its config.json): the run, its
+    command, device, curve and scores."""
+    text = read_small_file(pretrained_folder() / CONFIG_FILE, CONFIG_LIMIT)
+    return json.loads(text)["record"]
 
 # %% ../nbs/18_pretrained.ipynb #6f58d197
-def export_pretrained(model_pt: str | Path, dest: str | Path, **record: Any) -> str:
-    """Write the averaged model of a run's model.pt to dest with float16 weights; return
-    dest's SHA-256."""
-    ckpt = load_checkpoint(model_pt)
-    model = model_from_checkpoint(ckpt).half()
-    save_checkpoint(
-        dest, model, tokenizer=ckpt["tokenizer"], record={**ckpt["record"], **record}
-    )
-    return sha256_of(Path(dest))
+def export_pretrained(model: str | Path, dest: str | Path, **record: Any) -> str:
+    """Write the model of a run (its model folder, or a model.pt of an earlier version)
+    to the folder dest with float16 weights; return dest's model.safetensors SHA-256."""
+    model, tokenizer, saved = load_model(model)
+    save_model(dest, model.half(), tokenizer, {**saved, **record})
+    return sha256_of(Path(dest) / WEIGHTS_FILE)
+

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from transformer_lit.checkpoints import (
-    CheckpointError, load_checkpoint, model_from_checkpoint,
+    CheckpointError, load_checkpoint, model_from_checkpoint, read_model_files,
 )
 from ..corpus import VERSIONS
 from ..data import PAD_ID, SubwordTokenizer
@@ -203,8 +203,8 @@ def tokenizer_from(ckpt: dict, path: Path, model: Transformer) -> SubwordTokeniz
     "The checkpoint's tokenizer, checked to be one and to fit the model's vocabulary."
     raw = ckpt.get("tokenizer")
     if raw is None:
-        raise CliError(f"{path} holds no tokenizer; use a model.pt written by "
-                       f"`transformer-lit train`")
+        raise CliError(f"{path} holds no tokenizer; use the folder that "
+                       f"`transformer-lit train` writes")
     if not isinstance(raw, bytes):
         raise CliError(
             f"{path} is damaged: its 'tokenizer' entry is a {type(raw).__name__}, not "
@@ -231,15 +231,23 @@ def add_checkpoint_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--checkpoint",
         metavar="PATH",
-        help="a model.pt written by `transformer-lit train` (default: the shipped "
-        "model)",
+        help="the folder written by `transformer-lit train` (its --out), or a "
+        "model.pt of an earlier version (default: the shipped model)",
     )
 
 # %% ../../nbs/22_cli_shared.ipynb #a6a3e062
 def _checked_model(
     path: Path, ckpt: dict | None
 ) -> tuple[Transformer, SubwordTokenizer]:
-    "Model and tokenizer of the checkpoint at path (ckpt: its entries, if read)."
+    """Model and tokenizer of the model folder or checkpoint at path (ckpt: its
+    entries, if read)."""
+    if ckpt is None and path.is_dir():  # a model folder (chapter 14), files checked
+        try:
+            meta, tensors, raw = read_model_files(path)
+        except (FileNotFoundError, ValueError) as e:
+            raise CliError(str(e)) from e
+        ckpt = {"config": meta.get("config"), "model": tensors, "tokenizer": raw,
+                "sha256": meta.get("files")}
     ckpt = read_checkpoint(path) if ckpt is None else ckpt
     if "sha256" not in ckpt:  # a file without checksums: say so, check what can be
         print(
@@ -248,8 +256,8 @@ def _checked_model(
             file=sys.stderr,
         )
     if "tokenizer" not in ckpt:
-        raise CliError(f"{path} holds no tokenizer; use a model.pt written by "
-                       "`transformer-lit train`")
+        raise CliError(f"{path} holds no tokenizer; use the folder that "
+                       "`transformer-lit train` writes")
     try:
         model = model_from_checkpoint(ckpt)  # the shapes and checksum of the weights
     except ValueError as e:
@@ -273,7 +281,8 @@ def load_model(
             raise CliError(str(e)) from e
     if not str(path).strip():
         raise CliError(
-            f"{option or 'the checkpoint'} must name a file, got an empty string"
+            f"{option or 'the checkpoint'} must name a folder or a file, got an "
+            "empty string"
         )
     try:
         model, tokenizer = _checked_model(Path(path), ckpt)
