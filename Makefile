@@ -49,11 +49,12 @@ site: $(STAMP) $(MATHJAX) conf.py
 	rm -rf _build/html _build/zh _build/jupyter_execute _build/.doctrees _build/.doctrees-zh
 	# The English book (at the root) and the Chinese one (under zh/: the same sources, their
 	# markdown replaced by the translations of locales/zh_CN) are built at once, one per core.
-	# Chinese search uses the whitespace splitter: Sphinx's own Chinese one triples the build.
+	# Chinese search splits Chinese into character pairs (book/_ext/cjk_search.py): Sphinx's
+	# own Chinese splitter needs jieba, and tripled the build.
 	# The button of a hidden code cell is MyST-NB's English unless given ({type}: source).
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --quiet & en=$$!; \
 	PYTHONPATH=book/_ext $(VENV)/bin/sphinx-build -b html -q -W --keep-going \
-	  -d _build/.doctrees-zh -D language=zh_CN -D html_search_language=en \
+	  -d _build/.doctrees-zh -D language=zh_CN -D html_search_language=zh \
 	  -D nb_code_prompt_show=显示代码 -D nb_code_prompt_hide=隐藏代码 \
 	  -D html_baseurl=$$(sed -n 's/^ *baseurl: *\([^ ]*\).*/\1/p' _config.yml)zh/ \
 	  . _build/zh & zh=$$!; \

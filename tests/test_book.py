@@ -257,3 +257,27 @@ def test_every_chapter_is_listed(root):
     assert set(CHAPTERS) == on_disk
     numbers = [int(c[4:6]) for c in CHAPTERS]
     assert numbers == sorted(numbers)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("query, lang", [("词元", "zh"), ("解码器 缓存", "zh"),
+                                         ("decoder", "en")])
+def test_the_search_page_lists_pages_for_a_query(browser, server, query, lang):
+    """Issue 60: a Chinese query found almost nothing (the index never split Chinese).
+    The search page, run by Sphinx's own script in the browser, lists pages."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server}/{LANGUAGES[lang]}search.html?q={query}", wait_until="load")
+    # the results come one by one; the summary gets their number when all are there
+    page.wait_for_function(
+        "() => /\\d/.test(document.querySelector('#search-results p.search-summary')"
+        "?.innerText ?? '')", timeout=20000)
+    found = page.locator("#search-results ul.search li").count()
+    page.close()
+    from test_chinese import page_text
+    words = query.split()
+    holding = [doc for doc in PAGES
+               if all(w in page_text(HTML / LANGUAGES[lang] / f"{doc}.html") for w in words)]
+    assert len(holding) >= 3 and found >= 0.9 * len(holding) and not errors, \
+        (found, len(holding), errors)

@@ -123,6 +123,16 @@ def translate_parts(app, doctree) -> None:
             toctree["caption"] = names[toctree["caption"]]
 
 
+def keep_heading_slugs(app, doctree) -> None:
+    """The page's heading anchors stay those of its English headings. Sphinx parses a
+    translated heading as a small document of its own (the text underlined with '='),
+    and MyST then records that one heading's anchor as all the page's: the links into
+    the page (05_norms.ipynb#the-residual-connection) found nothing."""
+    slugs = getattr(doctree, "myst_slugs", None)
+    if slugs:
+        app.env.metadata[app.env.docname]["myst_slugs"] = slugs
+
+
 def keep_link_anchors() -> None:
     "A translated link keeps its own anchor (MyST's `reftargetid`), not the English one's."
     excluded = i18n.EXCLUDED_PENDING_XREF_ATTRIBUTES   # Sphinx 7: ('refexplicit',)
@@ -135,4 +145,5 @@ def setup(app):
     app.connect("builder-inited", check_catalogues)
     app.connect("html-page-context", add_switch)
     app.connect("doctree-read", translate_parts)
+    app.connect("doctree-read", keep_heading_slugs)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
