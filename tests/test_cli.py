@@ -396,3 +396,31 @@ def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, m
     assert status == 0 and text.count("\n") == 1, err
     assert calls["fast_step"] >= 1
     assert len(picks) == calls["fast_step"]   # one choice of token per step
+
+
+def test_plain_takes_the_plain_routes(tmp_path, capsys, fake_corpus, monkeypatch):
+    """train --plain and translate --plain (issue 56): chapter 13's train_step, chapter 16's
+    plain cached step and the argmax; nothing of chapters 25 and 26 runs."""
+    import transformer_lit.fast as fast
+    import transformer_lit.fast_decoding as fast_decoding
+    from transformer_lit.cli.train import RouteHooks
+    calls = []
+    for module, name in ((fast, "fast_loss"), (fast_decoding, "fast_step"),
+                         (cli, "two_pass_argmax")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, n=name, r=real, **k: calls.append(n) or r(*a, **k))
+    args = cli.parse_args(["train", "--plain", "--out", "x", "--steps", "1"])
+    assert args.handler.keywords["hooks"] == RouteHooks()
+    args = cli.parse_args(["translate", "--plain", "Hi."])
+    assert args.decoder_for(None) is None and args.pick is None
+    out = tmp_path / "run"
+    status, _, err = run(["train", "--plain", "--preset", "tiny", "--vocab-size", "90", "--steps", "3",
+                          "--device", "cpu", "--quiet", "--bleu-sentences", "2", "--out", str(out)], capsys)
+    assert status == 0, err
+    for options in ([], ["--beam", "4"]):
+        status, text, err = run(["translate", "--plain", *options, "--checkpoint", str(out),
+                                 "God said.", "The king said."], capsys)
+        assert status == 0 and text.count("\n") == 2, err
+    assert calls == []
+    status, _, err = run(["translate", "--checkpoint", str(out), "God said."], capsys)
+    assert status == 0 and "fast_step" in calls, err   # without --plain: the fast routes

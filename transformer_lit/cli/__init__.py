@@ -10,22 +10,24 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from functools import partial
 
 from .export import add_export_command
 from .shared import CliError, report
 from ..files import reason
-from .train import add_train_command
+from .train import RouteHooks, add_train_command, run_train
 from .translate import add_translate_command
 from ..fast import training_step_for
 from ..fast_decoding import decoder_for, two_pass_argmax
 
 # %% auto #0
-__all__ = ['build_parser', 'parse_args', 'main']
+__all__ = ['build_parser', 'take_plain_routes', 'parse_args', 'main']
 
 # %% ../../nbs/31_cli.ipynb #3b001529
 def build_parser() -> argparse.ArgumentParser:
     """The `transformer-lit` parser: `train`, `translate` and `export` (chapters 23, 24,
-    29), training and decoding on the faster routes of chapters 25 and 26."""
+    29), training and decoding on the faster routes of chapters 25 and 26 (the plain
+    ones with --plain)."""
     parser = argparse.ArgumentParser(
         prog="transformer-lit",
         description="Train and use the English-to-French Transformer of the "
@@ -40,12 +42,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_translate_command(commands, decoder_for=decoder_for, pick=two_pass_argmax)
     add_export_command(commands)
+    plain = {  # the same functions, computed the plain way
+        "train": "train with chapter 13's plain step and score with chapter 16's plain "
+        "decoding, not the faster routes of chapters 25 and 26",
+        "translate": "decode with chapter 16's plain cached step and argmax, not "
+        "chapter 26's faster ones",
+    }
+    for name, text in plain.items():
+        commands.choices[name].add_argument("--plain", action="store_true", help=text)
     return parser
+
+
+def take_plain_routes(args: argparse.Namespace) -> argparse.Namespace:
+    """args of train or translate with --plain on the plain routes: chapter 13's
+    train_step, chapter 16's plain cached step and the argmax."""
+    if args.command == "train":
+        args.handler = partial(run_train, hooks=RouteHooks())
+    else:
+        args.decoder_for, args.pick = (lambda model: None), None
+    return args
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """parse_args, except that translate's sentences may also follow its options
-    (argparse alone refuses that)."""
+    (argparse alone refuses that), and --plain takes the plain routes."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if (
@@ -57,7 +77,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.sentences += extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    return args
+    return take_plain_routes(args) if getattr(args, "plain", False) else args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
