@@ -102,7 +102,9 @@ def test_torchrun_trains_the_cli_on_two_processes(cache, tmp_path, capsys):
     command = TORCHRUN + ["-m", "transformer_lit.cli", "train", *TINY, "--out", str(out)]
     done = subprocess.run(command + ["--steps", "4"], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert sorted(p.name for p in out.iterdir()) == [RUN_MARKER, "checkpoint.pt", "model.pt", "results.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        RUN_MARKER, "checkpoint.pt", "config.json", "model.safetensors", "results.json",
+        "tokenizer.model"]
     ckpt = load_checkpoint(out / "checkpoint.pt")
     assert ckpt["world_size"] == 2 and ckpt["state"]["step"] == 4
     assert done.stdout.count("4 steps in") == 1   # rank 0 alone reports

@@ -15,7 +15,7 @@ from transformer_lit.runs import RUN_MARKER
 import torch
 
 from transformer_lit import corpus
-from transformer_lit.checkpoints import load_checkpoint
+from transformer_lit.checkpoints import load_checkpoint, load_model, read_model_files
 from transformer_lit.corpus import version_pairs
 from transformer_lit.data import encode_pairs, train_tokenizer
 from transformer_lit.model import Transformer, TransformerConfig
@@ -26,6 +26,9 @@ from synthetic import (COMMAND, ENGLISH, FRENCH, RESUME, TINY, VERSES, assert_on
                        same_tensors)
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
+# what a finished run's folder holds: the marker, the checkpoint, the model folder's files
+RUN_LISTING = [RUN_MARKER, "checkpoint.pt", "config.json", "model.safetensors", "results.json",
+               "tokenizer.model"]
 
 
 def train(capsys, *args: str) -> tuple[int, str, str]:
@@ -62,9 +65,8 @@ def test_resume_is_bit_exact_through_the_command_line(cache, tmp_path, capsys):
     trained(capsys, *TINY, "--steps", "24", "--seed", "7", "--out", str(straight))
     trained(capsys, *TINY, "--steps", "12", "--seed", "7", "--out", str(halves))
     trained(capsys, "--steps", "24", "--out", str(halves), *RESUME)   # no --seed: the run's own (7)
-    for name in ("model.pt", "checkpoint.pt"):
-        a, b = load_checkpoint(straight / name), load_checkpoint(halves / name)
-        assert same_tensors(a["model"], b["model"]), name
+    a, b = read_model_files(straight)[1], read_model_files(halves)[1]
+    assert same_tensors(a, b), "the model folders differ"
     a, b = load_checkpoint(straight / "checkpoint.pt"), load_checkpoint(halves / "checkpoint.pt")
     assert same_tensors(a["optimizer"], b["optimizer"]) and same_tensors(a["snapshots"], b["snapshots"])
     assert a["settings"]["seed"] == b["settings"]["seed"] == 7
@@ -83,7 +85,7 @@ def test_sigterm_saves_a_resumable_checkpoint_and_says_so(cache, tmp_path, capsy
     assert load_checkpoint(out / "checkpoint.pt")["state"]["step"] == step
     assert not list(out.glob(".*.tmp"))
     trained(capsys, "--steps", str(step + 3), "--out", str(out), *RESUME)
-    assert load_checkpoint(out / "model.pt")["record"]["steps"] == step + 3
+    assert load_model(out)[2]["steps"] == step + 3
 
 
 def test_checkpoints_are_written_while_training(cache, tmp_path, capsys, monkeypatch):
@@ -100,8 +102,8 @@ def test_checkpoints_are_written_while_training(cache, tmp_path, capsys, monkeyp
     trained(capsys, *TINY, "--steps", "10", "--checkpoint-every", "4", "--out", str(out))
     assert saved == [4, 8, 10]
     assert load_checkpoint(out / "checkpoint.pt")["state"]["step"] == 10
-    assert load_checkpoint(out / "model.pt")["record"]["steps"] == 10
-    assert sorted(p.name for p in out.iterdir()) == [RUN_MARKER, "checkpoint.pt", "model.pt", "results.json"]
+    assert load_model(out)[2]["steps"] == 10
+    assert sorted(p.name for p in out.iterdir()) == RUN_LISTING
 
 
 def test_fit_calls_back_at_every_checkpoint():
@@ -302,4 +304,4 @@ def test_a_vocabulary_too_large_for_sentencepiece_names_the_bound(cache, tmp_pat
     status, out, err = train(capsys, *options, "--vocab-size", str(2**31), "--steps", "2",
                              "--out", str(tmp_path / "big"))
     assert_one_line_error(status, out, err, "--vocab-size", f"{MAX_VOCAB_SIZE}]")
-    assert "INVALID_ARGUMENT" not in err and not (tmp_path / "big" / "model.pt").exists()
+    assert "INVALID_ARGUMENT" not in err and not (tmp_path / "big").exists()

@@ -269,7 +269,16 @@ def data_parallel(model: nn.Module, world: World) -> nn.Module:
     )
 
 # %% ../nbs/21_runs.ipynb #edf11e51
-RUN_FILES = ("checkpoint.pt", "model.pt", "results.json")  # what a run writes
+# what a run writes: its checkpoint, chapter 14's model folder, its scores; and
+# model.pt, which earlier versions wrote instead of the folder (--force replaces it too)
+RUN_FILES = (
+    "checkpoint.pt",
+    "config.json",
+    "model.safetensors",
+    "tokenizer.model",
+    "results.json",
+    "model.pt",
+)
 LOCK_FILE = ".transformer-lit.lock"  # exists while a run holds the folder
 # names the files a run wrote: what --force replaces
 RUN_MARKER = ".transformer-lit-run"
@@ -284,8 +293,9 @@ def lock_folder(folder: Path) -> int:
 def stale_temporary_files(folder: Path) -> list[Path]:
     """Temporary files that a killed save of RUN_FILES left in folder, and only those:
     regular files (a folder or a link of such a name is not a save's, and stays)."""
-    found = (p for name in RUN_FILES
-             for p in folder.glob(f".{glob.escape(name)}.*.tmp"))
+    found = (
+        p for name in RUN_FILES for p in folder.glob(f".{glob.escape(name)}.*.tmp")
+    )
     return [p for p in found if p.is_file() and not p.is_symlink()]
 
 # %% ../nbs/21_runs.ipynb #14df9182
