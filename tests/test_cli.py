@@ -143,7 +143,8 @@ def test_train_translate_resume(tmp_path, capsys, fake_corpus):
     base = ["train", "--preset", "tiny", "--out", str(tmp_path), "--quiet", "--vocab-size", "90", "--device", "cpu"]
     status, out, err = run(base + ["--steps", "6", "--bleu-sentences", "4"], capsys)
     assert status == 0 and not other_errors(err), err
-    assert {p.name for p in tmp_path.iterdir()} == {"checkpoint.pt", "model.pt", "results.json", RUN_MARKER}
+    assert {p.name for p in tmp_path.iterdir()} == {"checkpoint.pt", "config.json", "model.safetensors",
+                                                    "tokenizer.model", "results.json", RUN_MARKER}
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["steps"] == 6 and results["settings"]["max_steps"] == 6 and "device" in results
     assert results["valid_scores"]["sentences"] == 4 and results["config"]["d_model"] == 32 and results["preset"] == "tiny"
@@ -151,7 +152,10 @@ def test_train_translate_resume(tmp_path, capsys, fake_corpus):
     resumable = load_checkpoint(tmp_path / "checkpoint.pt")
     assert resumable["state"]["step"] == 6 and resumable["optimizer"] is not None
 
-    status, out, _ = run(["translate", "--checkpoint", str(tmp_path / "model.pt"), "God said."], capsys)
+    # the run's folder is the model (issue 56): config.json holds its every choice and its record
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["config"]["activation"] == "relu" and config["record"] == results
+    status, out, _ = run(["translate", "--checkpoint", str(tmp_path), "God said."], capsys)
     assert status == 0 and len(out.splitlines()) == 1
 
     resume = ["train", "--out", str(tmp_path), "--quiet", "--device", "cpu", "--resume"]   # preset from the file
@@ -160,6 +164,25 @@ def test_train_translate_resume(tmp_path, capsys, fake_corpus):
     assert load_checkpoint(tmp_path / "checkpoint.pt")["state"]["step"] == 9
     assert json.loads((tmp_path / "results.json").read_text())["preset"] == "tiny"
     assert "valid_scores" not in json.loads((tmp_path / "results.json").read_text())
+
+
+def test_translate_refuses_a_damaged_model_folder_in_one_line(tmp_path, capsys, checkpoint):
+    "A model folder whose weights do not match config.json's digest, or whose config.json is not ours."
+    from transformer_lit.checkpoints import load_model, save_model
+    model, tokenizer, _ = load_model(checkpoint)   # conftest's model.pt of the earlier format
+    folder = save_model(tmp_path / "m", model, tokenizer)
+    status, out, err = run(["translate", "--checkpoint", str(folder), "--device", "cpu", "God said."], capsys)
+    assert status == 0 and len(out.splitlines()) == 1, err
+    data = bytearray((folder / "model.safetensors").read_bytes())
+    data[-1] ^= 1
+    (folder / "model.safetensors").write_bytes(bytes(data))
+    assert_one_line_error(*run(["translate", "--checkpoint", str(folder), "God said."], capsys),
+                          "--checkpoint", "model.safetensors is damaged")
+    (folder / "config.json").write_text("[]")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(folder), "God said."], capsys),
+                          "config.json is not a 'transformer-lit model v1' file")
+    assert_one_line_error(*run(["translate", "--checkpoint", str(tmp_path), "God said."], capsys),
+                          "no model at", "config.json")
 
 
 def test_resume_without_checkpoint(tmp_path, capsys, fake_corpus):
@@ -391,7 +414,7 @@ def test_the_command_line_takes_the_fast_routes(tmp_path, capsys, fake_corpus, m
                           "--bleu-sentences", "0", "--out", str(out)], capsys)
     assert status == 0, err
     assert calls["fast_loss"] == 3 and calls["fast_step"] == 0
-    status, text, err = run(["translate", "--checkpoint", str(out / "model.pt"),
+    status, text, err = run(["translate", "--checkpoint", str(out),
                              "God said."], capsys)
     assert status == 0 and text.count("\n") == 1, err
     assert calls["fast_step"] >= 1

@@ -158,11 +158,11 @@ def test_a_signal_saves_the_run_and_says_how_to_continue(cache, tmp_path, sig):
 def test_a_finished_run_without_checkpoint_is_a_run(cache, tmp_path, capsys):
     out = tmp_path / "run"
     assert run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys)[0] == 0
-    (out / "checkpoint.pt").unlink()                  # model.pt and results.json remain
-    before = (out / "model.pt").read_bytes()
+    (out / "checkpoint.pt").unlink()                  # the model's files and results.json remain
+    before = (out / "model.safetensors").read_bytes()
     assert_one_line_error(*run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys),
-                          "holds a run", "model.pt", "--force")
-    assert (out / "model.pt").read_bytes() == before
+                          "holds a run", "results.json", "--force")
+    assert (out / "model.safetensors").read_bytes() == before
     # an interrupted --force leaves the new run alone, not beside the old one's files
     proc = start_run(out, "--force")
     proc.send_signal(signal.SIGTERM)
@@ -236,7 +236,8 @@ def test_files_follow_the_umask(cache, tmp_path, capsys, umask):
         os.umask(before)
     assert status == 0, err
     modes = {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()}
-    assert modes == dict.fromkeys(["checkpoint.pt", "model.pt", "results.json", RUN_MARKER], 0o666 & ~umask)
+    written = ["checkpoint.pt", "config.json", "model.safetensors", "tokenizer.model", "results.json", RUN_MARKER]
+    assert modes == dict.fromkeys(written, 0o666 & ~umask)
 
 
 # --- translate ---------------------------------------------------------------------------------------

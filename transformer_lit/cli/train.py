@@ -23,7 +23,8 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from transformer_lit.checkpoints import (
-    average_state_dicts, restore_rng_states, run_record, save_checkpoint,
+    MODEL_FILES, average_state_dicts, restore_rng_states, run_record, save_checkpoint,
+    save_model,
 )
 from transformer_lit.cli.shared import (
     CliError, add_device_options, as_options, check_compiler, damaged, device_from_args,
@@ -128,8 +129,9 @@ def add_train_command(
         help="train a model on the English-French Bible verses",
         description="Train a preset of chapter 13 on the Bible verses of chapter 11 "
         "(downloaded with pip on first use) and write checkpoint.pt (resumable, saved "
-        "as the run goes), model.pt (the average of the last snapshots, for "
-        "`translate --checkpoint`) and results.json into --out.",
+        "as the run goes), the model (the average of the last snapshots: config.json, "
+        "model.safetensors, tokenizer.model; --out is then a model for `translate "
+        "--checkpoint`) and results.json into --out.",
     )
     _add_run_options(p)
     _add_setting_options(p)
@@ -513,11 +515,11 @@ def _execute(
 
 # %% ../../nbs/23_cli_train.ipynb #c170f271
 def _write_results(run: _Run, averaged: Transformer, record: dict) -> None:
-    "model.pt and results.json, each written atomically; a failed write is one line."
+    """The model folder's files (chapter 14) and results.json, each written atomically;
+    a failed write is one line."""
     out, results = run.job.out, json.dumps(record, indent=1).encode()
     try:
-        save_checkpoint(out / "model.pt", averaged, tokenizer=run.tokenizer.to_bytes(),
-                        record=record)
+        save_model(out, averaged, run.tokenizer.to_bytes(), record)
         write_atomically(out / "results.json", lambda f: f.write(results))
     except OSError as e:
         fix = "free some space" if e.errno in NO_SPACE else "fix that"
@@ -551,9 +553,9 @@ def _scores(run: _Run, averaged: Transformer, valid: list, routes: TrainRoutes) 
 
 
 def _finish(run: _Run, routes: TrainRoutes, state: TrainState, valid: list) -> None:
-    "Average the snapshots, score, write model.pt and results.json, print a summary."
+    "Average the snapshots, score, write the model and results.json, print a summary."
     job, config = run.job, run.model.config
-    averaged = Transformer(config).to(run.device)
+    averaged = Transformer(config).to(run.device).eval()  # it is scored, then saved
     averaged.load_state_dict(average_state_dicts([w for _, w in state.snapshots]))
     record = {
         **run_record(run.device, job.preset, config, job.settings),
@@ -575,5 +577,6 @@ def _finish(run: _Run, routes: TrainRoutes, state: TrainState, valid: list) -> N
             f", validation BLEU {got['bleu']:.1f} chrF {got['chrf']:.1f} "
             f"(copying the source: BLEU {copy['bleu']:.1f} chrF {copy['chrf']:.1f})"
         )
-    print(f"{summary}\nwrote {job.out / 'model.pt'}, {job.out / 'checkpoint.pt'}, "
-          f"{job.out / 'results.json'}")
+    written = ", ".join([*MODEL_FILES, "checkpoint.pt", "results.json"])
+    print(f"{summary}\nwrote {written} in {job.out} (translate with --checkpoint "
+          f"{job.out})")
