@@ -16,7 +16,7 @@ import transformer_lit.export as export
 from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, train_tokenizer
 from transformer_lit.inference import greedy_decode
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.checkpoints import save_checkpoint
+from transformer_lit.checkpoints import save_checkpoint, save_model
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="pip install -e '.[deploy]' installs ctranslate2")
 
@@ -236,9 +236,8 @@ def assert_one_line_error(status: int, out: str, err: str, *words: str) -> None:
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory, tokenizer) -> Path:
-    "A tiny post-norm model saved as `train` saves model.pt."
-    return save_checkpoint(tmp_path_factory.mktemp("ckpt") / "model.pt", tiny(tokenizer),
-                           tokenizer=tokenizer.to_bytes())
+    "A tiny post-norm model saved as `train` saves its model: a model folder (chapter 14)."
+    return save_model(tmp_path_factory.mktemp("ckpt") / "model", tiny(tokenizer), tokenizer.to_bytes())
 
 
 def test_help_names_the_options(capsys):
@@ -256,6 +255,13 @@ def test_command_writes_a_checkpoints_model(tmp_path, capsys, checkpoint, tokeni
     r = translator(tmp_path / "ct2").translate_batch([tokenizer.pieces(tokenizer.encode(ENGLISH[1]))],
                                                      beam_size=1, max_decoding_length=4, min_decoding_length=4)
     assert len(r[0].hypotheses[0]) == 4
+
+
+def test_command_exports_a_model_pt_of_an_earlier_version(tmp_path, capsys, tokenizer):
+    "Before model folders, train wrote model.pt (a checkpoint with its tokenizer): it still exports."
+    old = save_checkpoint(tmp_path / "model.pt", tiny(tokenizer), tokenizer=tokenizer.to_bytes())
+    status, out, err = run(["export", "ctranslate2", str(tmp_path / "ct2"), "--checkpoint", str(old)], capsys)
+    assert (status, err) == (0, "") and {p.name for p in (tmp_path / "ct2").iterdir()} == FILES
 
 
 def test_command_exports_the_shipped_model_by_default(tmp_path, capsys):
