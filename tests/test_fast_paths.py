@@ -68,8 +68,7 @@ def test_fast_step_equals_decode_step(config, static, onednn):
 def test_greedy_fast_equals_explicit(config, seed):
     model, src = model_and_source(seed, **config)
     for eos_id in (None, 7):
-        step = fast_decoder(model, src.shape[0])
-        fast = greedy_decode(model, src, 20, bos_id=1, eos_id=eos_id, step=step)
+        fast = greedy_decode(model, src, 20, bos_id=1, eos_id=eos_id, decoder=fast_decoder)
         explicit = greedy_decode(model, src, 20, bos_id=1, eos_id=eos_id)
         assert torch.equal(fast, explicit), (seed, eos_id)
 
@@ -79,8 +78,10 @@ def test_greedy_fast_equals_explicit(config, seed):
 def test_beam_fast_equals_explicit(config, beam):
     model, src = model_and_source(3, **config)
     budgets = torch.tensor([15, 6, 15, 9])  # one budget per sentence
-    step = fast_decoder(model, src.shape[0] * beam)
-    fast = beam_search(model, src, beam, budgets, bos_id=1, eos_id=2, step=step)
+    rows = []   # generate asks for a step of B * beam rows
+    decoder = lambda m, n: rows.append(n) or fast_decoder(m, n)
+    fast = beam_search(model, src, beam, budgets, bos_id=1, eos_id=2, decoder=decoder)
+    assert rows == [src.shape[0] * beam]
     explicit = beam_search(model, src, beam, budgets, bos_id=1, eos_id=2)
     assert len(fast) == len(explicit) == 4
     assert all(torch.equal(a, b) for a, b in zip(fast, explicit))
@@ -99,8 +100,8 @@ def test_the_output_projection_is_chosen_on_its_own(monkeypatch, faster):
     for forced in (False, True):
         fd = FastDecoder(model, rows=8, onednn=forced)
         assert fd.onednn == fd.project.onednn == forced
-    step = partial(fast_step, FastDecoder(model, rows=src.shape[0]))
-    fast = greedy_decode(model, src, 12, bos_id=1, step=step)
+    decoder = lambda m, rows: partial(fast_step, FastDecoder(m, rows=rows))
+    fast = greedy_decode(model, src, 12, bos_id=1, decoder=decoder)
     assert torch.equal(fast, greedy_decode(model, src, 12, bos_id=1))
 
 
@@ -441,6 +442,6 @@ def test_greedy_decode_with_two_pass_argmax_writes_the_same_tokens():
     src[2, 6:] = 0
     plain = greedy_decode(model, src, 20, 1, 2)
     picked = []
-    fast = greedy_decode(model, src, 20, 1, 2, step=fast_decoder(model, 8),
+    fast = greedy_decode(model, src, 20, 1, 2, decoder=fast_decoder,
                          pick=lambda logits: picked.append(1) or two_pass_argmax(logits))
     assert torch.equal(fast, plain) and len(picked) == fast.shape[1] - 1

@@ -118,5 +118,6 @@ def test_translate_and_fit_on_the_fast_routes_change_nothing_outside(watched):
         settings = TrainSettings(max_steps=2, max_tokens=64, eval_every=1000)
         fit(model, make_optimizer(model, settings), pairs, pairs, settings,
             progress=False, log=None, step=fast_train_step)
+        model.eval()  # fit leaves it training; decoding asks for evaluation mode
         assert list(folder.iterdir()) == [] and changes == []
     torch.set_num_threads(threads)
