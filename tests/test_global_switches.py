@@ -108,6 +108,7 @@ def test_translate_and_fit_on_the_fast_routes_change_nothing_outside(watched):
         if one_thread:
             torch.set_num_threads(1)
             changes.clear()  # the test's own change
+        found = torch.get_num_threads()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a random model's outputs are cut
             translate(model, tokenizer, english, beam_size=4, decoder=fast_decoder,
@@ -120,4 +121,5 @@ def test_translate_and_fit_on_the_fast_routes_change_nothing_outside(watched):
             progress=False, log=None, step=fast_train_step)
         model.eval()  # fit leaves it training; decoding asks for evaluation mode
         assert list(folder.iterdir()) == [] and changes == []
+        assert torch.get_num_threads() == found
     torch.set_num_threads(threads)
