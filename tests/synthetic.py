@@ -5,8 +5,10 @@ one-line errors. Fixtures built on these live in conftest.py."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -101,3 +103,20 @@ def altered(path: Path, dest: Path, seal: bool = True, **entries) -> Path:
             ckpt[k] = v
     torch.save(sealed(ckpt) if seal else ckpt, dest)
     return dest
+
+
+def env() -> dict[str, str]:
+    "The environment of a subprocess: this one's (the test cache included), one thread."
+    return {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def start_run(out: Path, *options: str) -> subprocess.Popen:
+    "A long tiny run in the background, once it has saved its first checkpoint."
+    proc = subprocess.Popen(COMMAND + ["train", *TINY, "--steps", "100000", "--checkpoint-every", "2",
+                                       "--out", str(out), *options],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    deadline = time.time() + 120
+    while not (out / "checkpoint.pt").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    return proc

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -368,3 +369,42 @@ def test_libretranslate_web_page(server, shipped):
                 page.screenshot(path=str(SHOTS / "libretranslate.png"))
         finally:
             browser.close()
+
+
+# --- from the hostile-input rounds (issues 32, 39, 47, 50) --------------------
+
+
+def _package(path: Path, metadata: bytes, compress: bool = False) -> Path:
+    "A zip with to_argos's marker and the given metadata.json."
+    import zipfile
+
+    from transformer_lit.argos import FOLDER
+    from transformer_lit.export import EXPORT_MARKER
+    kind = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(path, "w", kind) as z:
+        z.writestr(f"{FOLDER}/{EXPORT_MARKER}", "metadata.json\n")
+        z.writestr(f"{FOLDER}/metadata.json", metadata)
+    return path
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("metadata, said", [
+    (b'{"from_code": "../../../../escaped", "to_code": "fr"}', "from_code is '../../"),
+    (b'{"from_code": "/tmp/abs", "to_code": "fr"}', "from_code is '/tmp/abs'"),
+    (b'{"from_code": "en", "to_code": ["fr"]}', "to_code is ['fr']"),
+    (b'["en", "fr"]', "not a JSON object"),
+    (b'{"to_code": "fr"}', "from_code is None"),
+    (b"not json", "not JSON"),
+    (b"{" + b" " * (1 << 20) + b"}", "more than 65,536 bytes"),
+])
+def test_a_crafted_argos_package_writes_nothing_outside_home(metadata, said, tmp_path):
+    """from_code '../../../../escaped' or an absolute path wrote files outside home; a list,
+    a missing code or not JSON gave TypeError/KeyError/JSONDecodeError naming no package; a
+    metadata.json that inflates to a MiB was read whole."""
+    from transformer_lit import argos
+    package = _package(tmp_path / "p.argosmodel", metadata, compress=True)
+    home = tmp_path / "a" / "b" / "c" / "d" / "home"
+    with pytest.raises(ArgumentError, match=f"package {package}.*{re.escape(said)}"):
+        argos.offline_home(package, home)
+    assert not (tmp_path / "a").exists() and not Path("/tmp/abs.onnx").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.argosmodel"]

@@ -168,8 +168,8 @@ def test_train_translate_resume(tmp_path, capsys, fake_corpus):
 
 def test_translate_refuses_a_damaged_model_folder_in_one_line(tmp_path, capsys, checkpoint):
     "A model folder whose weights do not match config.json's digest, or whose config.json is not ours."
-    from transformer_lit.checkpoints import load_model, save_model
-    model, tokenizer, _ = load_model(checkpoint)   # conftest's model.pt of the earlier format
+    from transformer_lit.checkpoints import load_model_folder, save_model
+    model, tokenizer, _ = load_model_folder(checkpoint)   # conftest's model.pt of the earlier format
     folder = save_model(tmp_path / "m", model, tokenizer)
     status, out, err = run(["translate", "--checkpoint", str(folder), "--device", "cpu", "God said."], capsys)
     assert status == 0 and len(out.splitlines()) == 1, err

@@ -3,9 +3,12 @@ greedy tokens against ours), the quantization choices, the refusals, the `export
 (transformer_lit.cli.export, through transformer_lit.cli.main), and the message when ctranslate2 is missing."""
 from __future__ import annotations
 
+import errno
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,10 +16,10 @@ import torch
 
 import transformer_lit.cli as cli
 import transformer_lit.export as export
+from transformer_lit.checkpoints import save_checkpoint, save_model
 from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, train_tokenizer
 from transformer_lit.inference import greedy_decode
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.checkpoints import save_checkpoint, save_model
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="pip install -e '.[deploy]' installs ctranslate2")
 
@@ -400,3 +403,183 @@ def test_the_export_folder_is_checked_by_validate_rules(tmp_path):
         export.check_export_folder(5, False)   # was a TypeError from pathlib
     with pytest.raises(ValueError, match="^force must be True or False, got 1$"):
         export.check_export_folder(tmp_path / "new", 1)
+
+
+# --- from the hostile-input rounds (issues 32, 39, 47, 50) --------------------
+
+
+@pytest.fixture(scope="module")
+def small():
+    pytest.importorskip("ctranslate2", reason="pip install -e '.[deploy]' installs ctranslate2")
+    tokenizer = train_tokenizer(ENGLISH + FRENCH, vocab_size=80)
+    torch.manual_seed(0)
+    V = tokenizer.vocab_size
+    return Transformer(TransformerConfig.tiny(V, V)).eval(), tokenizer
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_the_export_folder_follows_the_umask(small, tmp_path, umask):
+    before = os.umask(umask)
+    try:
+        out = export.to_ctranslate2(*small, tmp_path / "out")
+    finally:
+        os.umask(before)
+    assert out.stat().st_mode & 0o777 == 0o777 & ~umask
+
+
+def test_a_long_out_name_is_written(small, tmp_path):
+    out = export.to_ctranslate2(*small, tmp_path / ("x" * 250))   # 255 bytes is the most a name has
+    assert (out / "model.bin").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["x" * 250]
+
+
+def test_a_failed_export_leaves_nothing_behind(small, tmp_path, monkeypatch):
+    monkeypatch.setattr(export, "_readme", lambda *args: "\ud800")   # cannot be written as UTF-8
+    with pytest.raises(UnicodeEncodeError):
+        export.to_ctranslate2(*small, tmp_path / "new" / "deeper" / "out")
+    assert list(tmp_path.iterdir()) == []   # no hidden folder, no parent folder made for it
+
+
+def test_a_failed_write_names_out(small, tmp_path, monkeypatch):
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", str(src))
+    monkeypatch.setattr(export.os, "replace", full)
+    out = tmp_path / "out"
+    with pytest.raises(OSError) as caught:
+        export.to_ctranslate2(*small, out)
+    assert caught.value.filename == str(out) and caught.value.errno == errno.ENOSPC
+    assert list(tmp_path.iterdir()) == []
+
+
+def _export(out: Path, files: dict[str, str], private: bool = False,
+            force: bool = True, meanwhile=lambda: None) -> None:
+    "An export of files into out (over an earlier one: force); meanwhile runs inside save."
+    from transformer_lit.export import write_export_folder
+
+    def save(folder: Path) -> None:
+        for name, text in files.items():
+            (folder / name).write_text(text)
+            if private:   # as safetensors writes model.safetensors: 0o600
+                (folder / name).chmod(0o600)
+        meanwhile()
+
+    write_export_folder(out, save, force)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_an_export_has_the_modes_the_umask_asks_for(umask, tmp_path):
+    "model.safetensors was 0o600 beside 0o644 files under umask 022."
+    old = os.umask(umask)
+    try:
+        _export(tmp_path / "out", {"model.safetensors": "w", "config.json": "{}"}, True)
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "out").iterdir()}
+    assert set(modes.values()) == {0o666 & ~umask}, modes
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o777 & ~umask
+
+
+def test_force_over_a_changed_export_changes_nothing_before_it_is_refused(tmp_path):
+    "A file of the earlier export now a folder: model.bin was replaced, then refused."
+    out = tmp_path / "out"
+    _export(out, {"model.bin": "old", "vocab.json": "old"})
+    (out / "vocab.json").unlink()
+    (out / "vocab.json").mkdir()
+    with pytest.raises(FileExistsError, match="vocab.json is a folder"):
+        _export(out, {"model.bin": "new", "vocab.json": "new"})
+    assert (out / "model.bin").read_text() == "old"
+    assert not [p for p in tmp_path.iterdir() if p.name != "out"]   # no temporary left
+
+
+def test_force_over_another_engines_export_leaves_none_of_its_files(tmp_path):
+    "huggingface over a CTranslate2 export left model.bin and its vocabulary behind."
+    out = tmp_path / "out"
+    _export(out, {"model.bin": "ct2", "shared_vocabulary.json": "ct2", "README.md": "ct2"})
+    (out / "mine.txt").write_text("the user's")   # not the export's: stays
+    _export(out, {"model.safetensors": "hf", "README.md": "hf"})
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".transformer-lit-export", "README.md", "mine.txt", "model.safetensors"]
+    assert (out / "README.md").read_text() == "hf"
+
+
+def test_two_exports_into_one_folder_take_turns(tmp_path):
+    """Two `export ctranslate2 OUT --force` at once both succeeded, OUT holding files of both
+    models: an export moves its files in only while it holds the lock of OUT's folder."""
+    import fcntl
+    out = tmp_path / "out"
+    _export(out, {"model.bin": "first", "vocab.json": "first"})
+    other = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)   # another export, moving in
+    fcntl.flock(other, fcntl.LOCK_EX)
+    second = threading.Thread(target=_export, args=(out, {"model.bin": "second"}))
+    second.start()
+    second.join(0.5)
+    try:
+        assert second.is_alive() and (out / "model.bin").read_text() == "first"
+    finally:
+        os.close(other)   # the other export is done
+    second.join(10)
+    assert sorted(p.name for p in out.iterdir()) == [".transformer-lit-export", "model.bin"]
+    assert (out / "model.bin").read_text() == "second"
+
+
+def test_an_export_does_not_wait_without_end(tmp_path, monkeypatch):
+    import fcntl
+
+    import transformer_lit.export as export
+    monkeypatch.setattr(export, "_LOCK_WAIT_S", 0.2)
+    other = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(FileExistsError, match="another export kept writing into"):
+            _export(tmp_path / "out", {"model.bin": "mine"})
+    finally:
+        os.close(other)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []   # nothing left behind
+
+
+def test_an_export_done_meanwhile_is_not_replaced_without_force(tmp_path):
+    "OUT was new when checked; another export wrote it before this one moved in."
+    out = tmp_path / "out"
+    done_first = lambda: _export(out, {"model.bin": "first"})
+    with pytest.raises(FileExistsError, match="exists; force=True writes into it"):
+        _export(out, {"model.bin": "second"}, force=False, meanwhile=done_first)
+    assert (out / "model.bin").read_text() == "first"
+
+
+@pytest.mark.parametrize("engine, out", [("huggingface", "hf"), ("argos", "m.argosmodel")])
+def test_a_full_disk_is_one_line_naming_out(engine, out, tmp_path):
+    """export huggingface on a full disk: a traceback (safetensors' Rust SafetensorError);
+    export argos: "File too large" naming a temporary file. A file-size limit fails the
+    writes as a full disk does, with a real OSError."""
+    import resource
+    limit = 2_000_000   # bytes: the weights are 15 MB
+    target = tmp_path / "sub" / out
+    done = subprocess.run(
+        [sys.executable, "-m", "transformer_lit.cli", "export", engine, str(target)],
+        capture_output=True, text=True, timeout=300,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"transformer-lit export: error: cannot write {target}: File too large"]
+    assert list(tmp_path.iterdir()) == []   # no folder or temporary file left behind
+
+
+@pytest.mark.parametrize("under", ["afile", "afile/deeper"])
+def test_a_file_where_a_folder_is_needed_is_named(under, tmp_path):
+    "'[Errno 17] File exists: 'afile'' named the file but not the problem."
+    from transformer_lit.files import write_atomically
+    (tmp_path / "afile").write_text("the user's")
+    target = tmp_path / under / "x.bin"
+    with pytest.raises(FileExistsError, match=f"^{tmp_path / 'afile'} is a file, not a folder"):
+        write_atomically(target, lambda f: f.write(b"x"))
+    with pytest.raises(FileExistsError, match=f"^{tmp_path / 'afile'} is a file, not a folder"):
+        _export(tmp_path / under / "out", {"model.bin": "x"})
+    assert (tmp_path / "afile").read_text() == "the user's"
+
+
+def test_a_long_file_name_is_written_whole(tmp_path):
+    "export argos to a valid 250-character name failed on its own temporary file's name."
+    from transformer_lit.files import write_atomically
+    target = tmp_path / ("a" * 240 + ".argosmodel")   # 251 bytes: a name Linux takes
+    write_atomically(target, lambda f: f.write(b"x"))
+    assert target.read_bytes() == b"x" and [p.name for p in tmp_path.iterdir()] == [target.name]

@@ -5,14 +5,21 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import signal
 import threading
 from pathlib import Path
 
 import pytest
+from synthetic import TINY, assert_one_line_error, run
 
-from transformer_lit import files
+from transformer_lit import corpus, files
 from transformer_lit.files import (
-    LockBusy, check_unlocked, current_umask, holding_lock, release_lock, take_lock,
+    LockBusy,
+    check_unlocked,
+    current_umask,
+    holding_lock,
+    release_lock,
+    take_lock,
     write_atomically,
 )
 
@@ -145,3 +152,79 @@ def test_every_lock_is_the_one_helper():
     package = Path(files.__file__).parent
     users = {p.name for p in package.rglob("*.py") if "fcntl.flock(" in p.read_text()}
     assert users == {"files.py"}
+
+
+# --- from the hostile-input rounds (issues 32, 39, 47, 50) --------------------
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_missing_home_folder_is_never_created(model_pt, tmp_path, capsys, monkeypatch):
+    home = tmp_path / "gone" / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv(corpus.CACHE_ENV, raising=False)
+    argv = ["translate", "--checkpoint", str(model_pt), "--beam", "4", "One.", "Two.", "Three.", "Four."]
+    status, out, err = run(argv, capsys)
+    assert status == 0 and len(out.splitlines()) == 4, err
+    assert not (tmp_path / "gone").exists()
+    argv = ["train", *TINY, "--steps", "2", "--out", str(tmp_path / "run")]
+    assert_one_line_error(*run(argv, capsys), "home folder", "does not exist", corpus.CACHE_ENV)
+    assert not (tmp_path / "gone").exists()
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("given, said", [
+    ("~nosuchuser-transformer-lit/cache", "home folder does not exist"),
+    ("dangling", "a link to nothing"),
+])
+def test_a_cache_folder_that_cannot_be_is_one_line(given, said, tmp_path, monkeypatch, capsys):
+    "~nosuchuser was a RuntimeError traceback; a dangling link was '(File exists)'."
+    from transformer_lit import files
+    if given == "dangling":
+        (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+        given = str(tmp_path / "dangling")
+    monkeypatch.setenv(files.CACHE_ENV, given)
+    with pytest.raises(files.CacheError, match=said):
+        files.cache_dir()
+    argv = ["train", *TINY, "--steps", "2", "--out", str(tmp_path / "run")]
+    assert_one_line_error(*run(argv, capsys), said, files.CACHE_ENV)
+
+
+@pytest.fixture
+def alarm():
+    "Fail a test that would otherwise wait for ever (a FIFO read): SIGALRM after 30 s."
+    def ring(*_):
+        raise TimeoutError("the test waited 30 s")
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def test_a_checked_file_is_never_written_through_a_planted_name(tmp_path):
+    victim, path = tmp_path / "victim.txt", tmp_path / "verses.tsv"
+    victim.write_text("precious\n")
+    # the fixed names of earlier versions, planted as links to the victim
+    for name in ("verses.tsv.part", f".verses.tsv.{os.getpid()}.tmp"):
+        (tmp_path / name).symlink_to(victim)
+    corpus.write_checked(["a header", "a row"], path)
+    assert corpus.read_checked(path) == ["a header", "a row"]
+    assert victim.read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.glob(".verses.tsv.*")) == [
+        f".verses.tsv.{os.getpid()}.tmp"]   # the planted link only: no temporary file left
+
+
+def test_read_small_file_takes_regular_files_only(tmp_path, alarm):
+    (tmp_path / "ok").write_text("{}")
+    assert files.read_small_file(tmp_path / "ok", 10) == "{}"
+    (tmp_path / "big").write_text("x" * 11)
+    with pytest.raises(ValueError, match="larger than 10 bytes"):
+        files.read_small_file(tmp_path / "big", 10)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    (tmp_path / "folder").mkdir()
+    for name in ("fifo", "folder"):
+        with pytest.raises(OSError, match="not a regular file"):
+            files.read_small_file(tmp_path / name, 10)
+    with pytest.raises(OSError):   # a link is not followed
+        files.read_small_file(tmp_path / "zero", 10)

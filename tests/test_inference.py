@@ -4,15 +4,24 @@ from __future__ import annotations
 import itertools
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
-from transformer_lit.data import train_tokenizer
-from transformer_lit.validate import ArgumentError
 from transformer_lit.cache import KVCache
-from transformer_lit.inference import (InputTruncatedWarning, beam_search, decode_step, gnmt_length_penalty,
-                                       greedy_decode, new_cache, output_limit, translate)
+from transformer_lit.data import train_tokenizer
+from transformer_lit.inference import (
+    InputTruncatedWarning,
+    beam_search,
+    decode_step,
+    gnmt_length_penalty,
+    greedy_decode,
+    new_cache,
+    output_limit,
+    translate,
+)
 from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
+from transformer_lit.validate import ArgumentError
 
 BOS, EOS = 1, 2
 
@@ -402,3 +411,51 @@ def test_translate_warns_for_each_cut_sentence(translator):
     with warnings.catch_warnings():
         warnings.simplefilter("error", InputTruncatedWarning)
         translate(model, tokenizer, ["Light.", "Amen."])   # short lines: no warning
+
+
+# --- from the hostile-input rounds (issues 32, 39, 47, 50) --------------------
+
+
+@pytest.fixture(scope="module")
+def shipped_pair():
+    from transformer_lit.pretrained import load_pretrained
+    return load_pretrained()
+
+
+@pytest.mark.parametrize("argument, value", [("model", None), ("tokenizer", None),
+                                             ("tokenizer", "tok")])
+def test_translate_names_a_model_or_tokenizer_that_is_not_one(shipped_pair, argument, value):
+    from transformer_lit.inference import translate
+    model, tokenizer = shipped_pair
+    given = {"model": model, "tokenizer": tokenizer, argument: value}
+    with pytest.raises(ArgumentError, match=f"^{argument} must be a "):
+        translate(given["model"], given["tokenizer"], ["Amen."])
+
+
+def test_numpy_numbers_are_numbers(shipped_pair):
+    "beam_size=np.int64(2) was taken while length_penalty=np.float32(0.5) was refused."
+    from transformer_lit.inference import translate
+    model, tokenizer = shipped_pair
+    expected = translate(model, tokenizer, ["Amen."], beam_size=2, length_penalty=0.5)
+    got = translate(model, tokenizer, ["Amen."], beam_size=np.int64(2),
+                    length_penalty=np.float32(0.5))
+    assert got == expected
+    with pytest.raises(ArgumentError, match="length_penalty"):
+        translate(model, tokenizer, ["Amen."], length_penalty=np.bool_(True))
+
+
+def test_translate_never_switches_a_training_model_out_of_training_mode(shipped_pair):
+    """Round four: two threads entering and leaving translate (A, B, A, B) left a model
+    in training mode in evaluation mode. Now decoding never changes the caller's mode
+    (house rule 26): a model in training mode is refused, and stays in training mode."""
+    from transformer_lit.inference import translate
+    from transformer_lit.validate import ArgumentError
+
+    model, tokenizer = shipped_pair
+    model.train()
+    try:
+        with pytest.raises(ArgumentError, match=r"call model\.eval\(\)"):
+            translate(model, tokenizer, ["Amen."])
+        assert model.training
+    finally:
+        model.eval()

@@ -14,7 +14,7 @@ from transformer_lit.corpus import sha256_of
 from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer
 from transformer_lit.inference import translate
 from transformer_lit.checkpoints import (CONFIG_FILE, MODEL_FILES, TOKENIZER_FILE, WEIGHTS_FILE,
-                                         CheckpointError, load_model, save_model, weights_sha256)
+                                         CheckpointError, load_model_folder, save_model, weights_sha256)
 from transformer_lit.pretrained import (PRETRAINED_SHA256, export_pretrained, load_pretrained,
                                         pretrained_folder, pretrained_record)
 
@@ -61,7 +61,7 @@ def test_the_tensors_are_those_of_the_earlier_model_pt():
     from safetensors.torch import load_file
     stored = load_file(pretrained_folder() / WEIGHTS_FILE)
     assert {t.dtype for t in stored.values()} == {torch.float16}
-    model, _, record = load_model(pretrained_folder())
+    model, _, record = load_model_folder(pretrained_folder())
     order = list(model.state_dict())   # the model.pt's order: tgt_embed.weight, src_embed.weight, ...
     retied = {name: stored[name if name != "src_embed.weight" else "tgt_embed.weight"] for name in order}
     assert weights_sha256(retied) == EARLIER_WEIGHTS_SHA256
@@ -175,7 +175,7 @@ def test_export_halves_the_weights_into_a_model_folder(shipped, tmp_path):
     digest = export_pretrained(run, out, note="test")
     assert digest == sha256_of(out / WEIGHTS_FILE)
     assert {v.dtype for v in load_file(out / WEIGHTS_FILE).values()} == {torch.float16}
-    exported, tok_bytes, record = load_model(out)
+    exported, tok_bytes, record = load_model_folder(out)
     assert record == {"steps": 1, "note": "test"}
     assert SubwordTokenizer(tok_bytes).to_bytes() == tokenizer.to_bytes()
     for name, t in exported.state_dict().items():   # float16 weights: the halving changes nothing

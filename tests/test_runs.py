@@ -7,23 +7,36 @@ from __future__ import annotations
 import math
 import os
 import signal
+import socket
 import subprocess
 import time
+from importlib import resources
+from pathlib import Path
 
 import pytest
-from transformer_lit.runs import RUN_MARKER
 import torch
+from synthetic import (
+    COMMAND,
+    ENGLISH,
+    FRENCH,
+    RESUME,
+    TINY,
+    VERSES,
+    assert_one_line_error,
+    run,
+    same_tensors,
+    start_run,
+)
 
-from transformer_lit import corpus
-from transformer_lit.checkpoints import load_checkpoint, load_model, read_model_files
+import transformer_lit.cli.train as cli_train
+from transformer_lit import corpus, runs
+from transformer_lit.checkpoints import load_checkpoint, load_model_folder, read_model_files
 from transformer_lit.corpus import version_pairs
 from transformer_lit.data import encode_pairs, train_tokenizer
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.recipe import TrainSettings
+from transformer_lit.runs import RUN_FILES, RUN_MARKER, written_by_run
 from transformer_lit.training import evaluate, fit, make_optimizer
-
-from synthetic import (COMMAND, ENGLISH, FRENCH, RESUME, TINY, VERSES, assert_one_line_error, run,
-                       same_tensors)
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 # what a finished run's folder holds: the marker, the checkpoint, the model folder's files
@@ -85,7 +98,7 @@ def test_sigterm_saves_a_resumable_checkpoint_and_says_so(cache, tmp_path, capsy
     assert load_checkpoint(out / "checkpoint.pt")["state"]["step"] == step
     assert not list(out.glob(".*.tmp"))
     trained(capsys, "--steps", str(step + 3), "--out", str(out), *RESUME)
-    assert load_model(out)[2]["steps"] == step + 3
+    assert load_model_folder(out)[2]["steps"] == step + 3
 
 
 def test_checkpoints_are_written_while_training(cache, tmp_path, capsys, monkeypatch):
@@ -102,7 +115,7 @@ def test_checkpoints_are_written_while_training(cache, tmp_path, capsys, monkeyp
     trained(capsys, *TINY, "--steps", "10", "--checkpoint-every", "4", "--out", str(out))
     assert saved == [4, 8, 10]
     assert load_checkpoint(out / "checkpoint.pt")["state"]["step"] == 10
-    assert load_model(out)[2]["steps"] == 10
+    assert load_model_folder(out)[2]["steps"] == 10
     assert sorted(p.name for p in out.iterdir()) == RUN_LISTING
 
 
@@ -305,3 +318,172 @@ def test_a_vocabulary_too_large_for_sentencepiece_names_the_bound(cache, tmp_pat
                              "--out", str(tmp_path / "big"))
     assert_one_line_error(status, out, err, "--vocab-size", f"{MAX_VOCAB_SIZE}]")
     assert "INVALID_ARGUMENT" not in err and not (tmp_path / "big").exists()
+
+
+# --- from the hostile-input rounds (issues 32, 39, 47, 50) --------------------
+
+
+def test_two_runs_on_one_folder_the_second_is_refused(cache, tmp_path, capsys):
+    out = tmp_path / "run"
+    first = start_run(out)
+    try:
+        for extra in ([], ["--resume"], ["--force"]):
+            argv = ["train", *TINY, "--steps", "2", "--out", str(out), *extra]
+            assert_one_line_error(*run(argv, capsys), "in use by", f"pid {first.pid} on {socket.gethostname()}")
+    finally:
+        first.send_signal(signal.SIGTERM)
+        _, err = first.communicate(timeout=120)
+    assert first.returncode == 143, err
+    step = load_checkpoint(out / "checkpoint.pt")["state"]["step"]
+    argv = ["train", "--steps", str(step + 1), "--out", str(out), "--resume", "--quiet", "--bleu-sentences", "0"]
+    assert run(argv, capsys)[0] == 0   # the lock went with the first run
+
+
+def test_a_finished_run_without_checkpoint_is_a_run(cache, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys)[0] == 0
+    (out / "checkpoint.pt").unlink()                  # the model's files and results.json remain
+    before = (out / "model.safetensors").read_bytes()
+    assert_one_line_error(*run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys),
+                          "holds a run", "results.json", "--force")
+    assert (out / "model.safetensors").read_bytes() == before
+    # an interrupted --force leaves the new run alone, not beside the old one's files
+    proc = start_run(out, "--force")
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 143
+    assert sorted(p.name for p in out.iterdir()) == [RUN_MARKER, "checkpoint.pt"]
+
+
+def test_only_the_programs_own_temporary_files_are_removed(cache, tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".checkpoint.pt.k2j4.tmp").write_bytes(b"half a save")
+    (out / ".notes.tmp").write_text("mine")
+    assert run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys)[0] == 0
+    assert (out / ".notes.tmp").read_text() == "mine"
+    assert not (out / ".checkpoint.pt.k2j4.tmp").exists()
+
+
+@pytest.mark.parametrize("files", [["model.pt"], ["results.json"], ["model.pt", "results.json"]])
+def test_force_never_deletes_files_that_no_run_wrote(tmp_path, capsys, cache, files):
+    out = tmp_path / "mine"
+    out.mkdir()
+    for name in files:
+        (out / name).write_bytes(b"the user's own " + name.encode())
+    argv = ["train", *TINY, "--steps", "2", "--out", str(out), "--force"]
+    assert_one_line_error(*run(argv, capsys), "no run wrote", RUN_MARKER, *files)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == {
+        name: b"the user's own " + name.encode() for name in files}
+
+
+def test_force_replaces_a_runs_files_and_keeps_the_others(tmp_path, capsys, cache):
+    out = tmp_path / "run"
+    assert run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys)[0] == 0
+    assert written_by_run(out) == set(RUN_FILES)
+    (out / "notes.txt").write_text("mine")
+    before = (out / "model.pt").stat().st_mtime_ns
+    assert run(["train", *TINY, "--steps", "2", "--out", str(out), "--force"], capsys)[0] == 0
+    assert (out / "notes.txt").read_text() == "mine" and (out / "model.pt").stat().st_mtime_ns != before
+
+
+def test_a_refused_run_leaves_no_folder_and_no_marker(tmp_path, capsys, cache, monkeypatch):
+    def fails(*args, **kwargs):
+        raise cli_train.CliError("refused after the folder was taken")
+    monkeypatch.setattr(cli_train, "_encode", fails)
+    out = tmp_path / "new" / "run"
+    assert_one_line_error(*run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys), "refused")
+    assert not (tmp_path / "new").exists()
+
+
+def test_resume_on_a_users_own_files_is_refused_and_marks_nothing(tmp_path, capsys, cache):
+    """--resume on a folder holding the user's own checkpoint.pt, model.pt, results.json was
+    refused but left a marker naming them, so that a later --force deleted them (issue 50)."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    own = {name: b"the user's own " + name.encode() for name in RUN_FILES}
+    for name, data in own.items():
+        (out / name).write_bytes(data)
+    resume = ["train", "--resume", "--out", str(out), "--quiet", "--bleu-sentences", "0"]
+    assert_one_line_error(*run(resume, capsys), "checkpoint.pt", "not written by a run", RUN_MARKER)
+    force = ["train", *TINY, "--steps", "2", "--out", str(out), "--force"]
+    assert_one_line_error(*run(force, capsys), "no run wrote", *RUN_FILES)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == own   # no marker, nothing deleted
+
+
+def test_a_folder_of_the_users_own_files_is_not_called_a_run(tmp_path, capsys, cache):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "model.pt").write_bytes(b"mine")
+    status, stdout, err = run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys)
+    assert_one_line_error(status, stdout, err, "model.pt", "which no run wrote")
+    assert "holds a run" not in err
+
+
+def test_the_marker_names_only_what_a_run_may_write(tmp_path):
+    (tmp_path / "results.json").write_text("the user's")
+    runs.mark_run_folder(tmp_path)
+    assert runs.written_by_run(tmp_path) == set(runs.RUN_FILES) - {"results.json"}
+
+
+def test_a_refused_out_leaves_no_folder_behind(tmp_path, capsys, cache):
+    "train --out sub/<300 characters> was refused but left sub/ behind."
+    out = tmp_path / "sub" / ("x" * 300)
+    assert_one_line_error(*run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys), str(tmp_path / "sub"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_named_like_a_stale_temporary_file_is_left_alone(tmp_path, capsys, cache):
+    """Only what a killed save leaves (a regular file .checkpoint.pt.*.tmp) is removed; a
+    folder of that name was 'unlinked' and the run ended with '(Is a directory)'."""
+    out = tmp_path / "r1"
+    assert run(["train", *TINY, "--steps", "2", "--out", str(out), "--quiet"], capsys)[0] == 0
+    (out / ".checkpoint.pt.x1.tmp").mkdir()
+    (out / ".checkpoint.pt.x1.tmp" / "mine").write_text("the user's")
+    (out / ".model.pt.x2.tmp").write_bytes(b"half a save")
+    status, _, err = run(["train", "--steps", "3", "--out", str(out), "--resume", "--quiet"],
+                         capsys)
+    assert status == 0 and "Is a directory" not in err, err
+    assert (out / ".checkpoint.pt.x1.tmp" / "mine").read_text() == "the user's"
+    assert not (out / ".model.pt.x2.tmp").exists()
+
+
+def test_the_run_lock_is_never_written_through_a_link(tmp_path, capsys):
+    folder, victim = tmp_path / "run", tmp_path / "victim.txt"
+    folder.mkdir()
+    victim.write_text("precious\n")
+    (folder / runs.LOCK_FILE).symlink_to(victim)
+    with pytest.raises(runs.RunFolderError, match="symbolic link"):
+        runs.take_run_folder(folder, resume=False, force=False)
+    assert victim.read_text() == "precious\n"
+    status, out, err = run(["train", *TINY, "--steps", "1", "--out", str(folder)], capsys)
+    assert_one_line_error(status, out, err, "symbolic link", runs.LOCK_FILE)
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_folder_of_another_user_that_anyone_may_write_in_is_refused(tmp_path, capsys):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    os.chown(folder, 4242, 4242)
+    folder.chmod(0o777)
+    for check in (runs.check_run_folder, runs.take_run_folder):
+        with pytest.raises(runs.RunFolderError, match="another user"):
+            check(folder, False, False)
+    status, out, err = run(["train", *TINY, "--steps", "1", "--out", str(folder)], capsys)
+    assert_one_line_error(status, out, err, "another user", "folder of your own")
+    assert list(folder.iterdir()) == []
+    folder.chmod(0o755)   # the same folder, writable by its owner alone, is fine
+    fd, created = runs.take_run_folder(folder, False, False)
+    runs.release_run_folder(folder, fd, created)
+
+
+def test_a_run_never_writes_into_the_installed_package(capsys):
+    "Before: `train --out <package>/pretrained --force` deleted the shipped model."
+    shipped = Path(str(resources.files("transformer_lit"))) / "pretrained"
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in shipped.iterdir())
+    for out in (shipped, shipped / "new-run", shipped.parent):
+        for extra in ([], ["--force"]):
+            argv = ["train", *TINY, "--steps", "1", "--out", str(out), *extra]
+            assert_one_line_error(*run(argv, capsys), "inside the installed package")
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in shipped.iterdir()) == before
