@@ -87,7 +87,7 @@ def test_cache_problems_name_the_path(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv(corpus.CACHE_ENV, str(under))
     argv = ["train", *TINY, "--steps", "1", "--out", str(tmp_path / "r1")]
     assert_one_line_error(*run(argv, capsys), str(under), "$" + corpus.CACHE_ENV)
-    for damage in ("folder",):   # a damaged file is extracted again: test_hostile_three.py
+    for damage in ("folder",):   # a damaged file is extracted again: see below
         cache = tmp_path / damage
         cache.mkdir()
         tsv = cache / corpus.VERSES_TSV
