@@ -13,29 +13,63 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "transformer_lit"
 
-# Lower number = lower floor. A module may import only from strictly lower floors.
+# Lower number = lower floor. A module may import only from strictly lower floors. This is
+# STYLE.md's diagram ("The house's floors"), refined: test_the_floors_are_styles checks that
+# every module it names keeps its order, and says where this table splits one of its floors.
 FLOORS = {
     "validate": 0, "files": 0, "machine": 0,                    # checks, files, the machine
-    "corpus": 1, "runs": 1, "masking": 1, "positional": 1,      # building blocks,
-    "norms": 1, "ffn": 1, "cache": 1,                           # the corpus, processes, the KV cache
-    "attention": 2, "data": 2,                                  # attention | tokenizer, batches
-    "encoder": 3,
-    "decoder": 4,                                               # reuses the encoder's helpers
-    "model": 5,
-    "recipe": 6, "checkpoints": 6,                              # settings | saving a run
-    "training": 7, "inference": 7, "pretrained": 7,             # the loop | decoding | shipped
-    "scoring": 8, "analysis": 8,                                # BLEU, chrF | failure modes
-    "fast": 9,                                                  # plugs into training
-    "fast_decoding": 10,                                        # plugs into inference
-    "export": 10,                                               # other engines
-    "huggingface": 11, "argos": 11,                             # built on export
-    "cli.shared": 12,                                           # the command line
-    "cli.train": 13, "cli.translate": 13, "cli.export": 13,
-    "cli": 14, "cli.__main__": 15,
+    "corpus": 1,                                                # the corpus download
+    "runs": 2, "masking": 2, "positional": 2,                   # building blocks, processes,
+    "norms": 2, "ffn": 2, "cache": 2,                           # the KV cache
+    "attention": 3, "data": 3,                                  # attention | tokenizer, batches
+    "encoder": 4,
+    "decoder": 5,                                               # reuses the encoder's helpers
+    "model": 6,
+    "recipe": 7,                                                # settings, presets
+    "checkpoints": 8,                                           # saving a run, the model folder
+    "training": 9, "inference": 9, "pretrained": 9,             # the loop | decoding | shipped
+    "fast": 10,                                                 # plugs into training
+    "scoring": 11, "analysis": 11,                              # BLEU, chrF | failure modes
+    "fast_decoding": 11,                                        # plugs into inference
+    "export": 12,                                               # other engines
+    "huggingface": 13, "argos": 13,                             # built on export
+    "cli.shared": 14,                                           # the command line
+    "cli.train": 15, "cli.translate": 15, "cli.export": 15,
+    "cli": 16, "cli.__main__": 17,
 }
-# the core (the reader's path) knows nothing of speed: it never imports `fast` or
-# `fast_decoding`
+# Where the package departs from STYLE.md's floors, and why (a module on the floor of one it
+# imports): STYLE.md's rule is that no module imports from a neighbour on its own floor.
+SPLIT_FLOORS = {
+    ("decoder", "encoder"): "chapter 08 builds the decoder layer on chapter 07's helpers "
+                            "(size checks, copying nn.Transformer's weights) rather than "
+                            "copy them: the decoder sits one floor above the encoder",
+    ("corpus", "files"): "the corpus download keeps its files with the ground floor's "
+                         "utilities: it sits one floor above them",
+    ("corpus", "validate"): "the corpus checks its arguments with the ground floor's checks",
+}
+STYLE = Path(__file__).resolve().parents[2] / "shared" / "STYLE.md"
+
+
+def style_floors(text: str) -> dict[str, int]:
+    """The floor of each module STYLE.md's diagram names (0 = the ground floor): a row's
+    leading words, as long as they are module names ("cli/ (...)" is the cli package)."""
+    block = text[text.index("## The house's floors"):].split("```")[1]
+    rows = [line for line in block.strip("\n").splitlines() if line.strip()]
+    names = {m.split(".")[0] for m in FLOORS}
+    floors = {}
+    for height, line in enumerate(reversed(rows)):
+        for word in line.split():
+            word = "cli" if word.startswith("cli/") else word
+            if word not in names:
+                break
+            floors[word] = height
+    return floors
+
+
+# the core (the reader's path, chapters 01-20) knows nothing of speed: it never imports
+# `fast` or `fast_decoding`
 CORE = {m for m, floor in FLOORS.items() if floor < FLOORS["fast"]}
+CORE |= {"scoring", "analysis"}   # chapters 17 and 20, above fast on STYLE.md's floors
 
 
 def module_name(path: Path) -> str:
@@ -89,6 +123,33 @@ def package_imports(path: Path) -> dict[str, list[str]]:
 # every module but nbdev's index and the package's __init__ (its version number only)
 MODULES = sorted(p for p in PACKAGE.rglob("*.py")
                  if p.name != "_modidx.py" and p != PACKAGE / "__init__.py")
+
+
+def test_the_floors_are_styles():
+    """One floor table: STYLE.md's diagram orders every module it names as FLOORS does,
+    and each import that goes sideways on STYLE's floors is a split named above."""
+    if not STYLE.is_file():
+        pytest.fail(f"{STYLE} is missing: the project is checked out beside shared/")
+    style = style_floors(STYLE.read_text())
+    assert {"validate", "model", "cli", "export", "encoder", "decoder"} <= style.keys()
+    top = {m: FLOORS[m] for m in FLOORS if "." not in m} | {"cli": FLOORS["cli.shared"]}
+    wrong = [(a, b) for a in style for b in style
+             if style[a] < style[b] and not top[a] < top[b]]
+    assert not wrong, f"FLOORS orders these against STYLE.md's diagram: {wrong}"
+    sideways = set()
+    for path in MODULES:
+        here = module_name(path).split(".")[0]
+        for there in {m.split(".")[0] for m in package_imports(path)}:
+            if here != there and here in style and there in style \
+                    and style[there] >= style[here]:
+                sideways.add((here, there))
+    assert sideways == set(SPLIT_FLOORS), (sideways, set(SPLIT_FLOORS))
+
+
+def test_style_floors_reads_a_diagram():
+    diagram = "## The house's floors\n```\ncli/ (train)   the command line\nmodel   " \
+              "TransformerConfig, the model\nencoder   decoder   layers\n```\n"
+    assert style_floors(diagram) == {"cli": 2, "model": 1, "encoder": 0, "decoder": 0}
 
 
 def test_every_module_has_a_floor():
