@@ -3,8 +3,8 @@ All You Need" (Vaswani et al. 2017) and trains it to translate English into Fren
 
 Each module below is exported from one chapter's notebook (`nbs/NN_*.ipynb`), the
 chapter whose number it carries, and imports only modules of earlier chapters and the
-Reference part's utilities (files, machine, validate), which any chapter may use: read them in
-this order.
+Reference part's utilities (files, machine, validate), which any chapter may use: read
+them in this order.
 
 The building blocks
   positional      02  the sinusoidal positional encoding (section 3.5)
@@ -53,16 +53,16 @@ catches it. What is wrong outside the arguments has a class of its own:
   checkpoints.CheckpointError     a checkpoint damaged, not ours, or for another model
   files.CacheError                the cache folder cannot be used (RuntimeError)
   corpus.CorpusError              the corpus cannot be fetched or fails its check
-  runs.RendezvousError            the processes of a run cannot meet (names the variable)
+  runs.RendezvousError            the processes of a run cannot meet (names why)
   runs.RunFolderError             a run folder that cannot be used as asked
   files.LockBusy                  a run folder or export that another process holds
   cli.shared.CliError             a user's mistake at the command line: one line, exit 2
   cli.shared.Interrupted          a signal stopped a command: exit 128 + its number
   inference.InputTruncatedWarning   a sentence longer than the model reads was cut
   inference.OutputTruncatedWarning  a translation reached its length limit unfinished
-  fast.FastStepFallback           fast_train_step took the plain step for a wrapped model
-Built-in errors keep their meaning: FileNotFoundError, FileExistsError and other OSErrors
-for files and folders, KeyboardInterrupt for Ctrl-C.
+  fast.FastStepFallback           fast_train_step took the plain step (a wrapped model)
+Built-in errors keep their meaning: FileNotFoundError, FileExistsError and other
+OSErrors for files and folders, KeyboardInterrupt for Ctrl-C.
 
 To translate with the shipped model (1 John 1:9, a verse held out of its training):
 
@@ -71,8 +71,9 @@ To translate with the shipped model (1 John 1:9, a verse held out of its trainin
 >>> model, tokenizer = load_pretrained()
 >>> english = ("If we confess our sins, he is faithful and righteous to forgive us the "
 ...            "sins, and to cleanse us from all unrighteousness.")
->>> print(*translate(model, tokenizer, [english]))
-Si nous confessons nos péchés, il est fidèle et juste pour nous pardonner les péchés, et pour nous purifier de toute injustice.
+>>> print(*translate(model, tokenizer, [english]))   # (the line folded here)
+Si nous confessons nos péchés, il est fidèle et juste pour nous pardonner les
+péchés, et pour nous purifier de toute injustice.
 
 It makes mistakes: on 1 John 4:8 it writes "car Dieu est aimé" (God is *loved*) where
 Louis Segond has "car Dieu est amour" (God is love); chapter 20 counts such mistakes.
