@@ -31,8 +31,8 @@ import statistics
 import torch
 
 from _common import device_name, disable_cudnn_attention, timed, write_result
-from transformer_lit.fast_decoding import FastDecoder, fast_step
-from transformer_lit.inference import decode_step, greedy_decode, new_cache
+from transformer_lit.fast_decoding import fast_decoder
+from transformer_lit.inference import GenerationConfig, _Route, greedy_decode
 from transformer_lit.model import Transformer, TransformerConfig, greedy_decode_uncached
 
 LENGTHS = (32, 64, 128, 256, 512)
@@ -58,15 +58,16 @@ def measure(fns: dict, device: torch.device, budget: float, max_rounds: int = 5,
 
 def static_greedy(model: Transformer, src: torch.Tensor, n: int, fast: bool = False):
     """Greedy decoding (eos_id=None) as a step that only reads and writes device tensors: graph-capturable.
+    The cache, the step and the token buffer are generate's static route (chapter 16); only the pick and
+    the write go by the device position, so that one replayed graph serves every step.
     fast: FastDecoder's step (packed weights, fewer kernels) instead of decode_step."""
-    cache = new_cache(model, model.encode(src), src, n, static=True)
-    fd = FastDecoder(model, rows=src.shape[0]) if fast else None
-    tokens = torch.full((src.shape[0], 1 + n), BOS, dtype=torch.long, device=src.device)
+    config = GenerationConfig(n, BOS, None, static_cache=True, decoder=fast_decoder if fast else None)
+    route = _Route(model, src, config)
+    tokens, cache = route.tokens, route.cache   # (B, 1 + n), bos first; the static KVCache
 
     def step() -> None:   # no Python number changes per step, so a replay can repeat it
         current = tokens.index_select(1, cache.position.view(1))          # (B, 1), the token at slot t
-        logits = fast_step(fd, current, cache) if fd else decode_step(model, current, cache)
-        next_id = logits.argmax(-1)                                       # (B,); position -> t + 1
+        next_id = route.step(current, cache).argmax(-1)                   # (B,); position -> t + 1
         tokens.index_copy_(1, cache.position.view(1), next_id[:, None])   # column t + 1
 
     def rewind() -> None:
