@@ -417,3 +417,11 @@ def test_a_checkpoint_with_compressed_entries_is_refused_before_it_is_inflated(t
     assert load_checkpoint(plain)["config"]
     with pytest.raises(CheckpointError, match="compressed entries"):
         load_checkpoint(packed)
+
+
+def test_a_tokenizer_that_is_not_bytes_is_refused_in_one_line(tmp_path, tok_bytes):
+    from transformer_lit.data import SubwordTokenizer
+    with pytest.raises(ArgumentError, match=r"^tokenizer must be the tokenizer's bytes \(SubwordTokenizer.to_bytes\(\)\), "
+                                            "got SubwordTokenizer$"):
+        save_model(tmp_path / "m", tiny(), SubwordTokenizer(tok_bytes))
+    assert not (tmp_path / "m").exists()

@@ -45,7 +45,7 @@ from transformer_lit.checkpoints import (
     MODEL_FILES,
     WEIGHTS_FILE,
     load_checkpoint,
-    load_model,
+    load_model_folder,
     model_from_checkpoint,
     save_model,
     stored_tensors,
@@ -151,7 +151,7 @@ def convert(model_pt: Path, dest: Path) -> None:
     converted_from = {"file": model_pt.name, "sha256": old_digest,
                       "weights_sha256": old_weights}
     digest = export_pretrained(model_pt, dest, converted_from=converted_from)
-    model, _, record = load_model(dest)
+    model, _, record = load_model_folder(dest)
     stored = load_file(dest / WEIGHTS_FILE)
     expected = stored_tensors(model_from_checkpoint(old).half())
     assert stored.keys() == expected.keys()
@@ -173,7 +173,7 @@ def export_run(args: argparse.Namespace) -> str:
     """Steps 1-3: choose the weights and the decoding, score the test books once, write the
     shipped file (and its pin); return its SHA-256."""
     earlier = not (args.run / "config.json").is_file()   # a run of an earlier version: model.pt
-    averaged, tok_bytes, record = load_model(args.run / "model.pt" if earlier else args.run)
+    averaged, tok_bytes, record = load_model_folder(args.run / "model.pt" if earlier else args.run)
     english, french = record["corpus"]["english"], record["corpus"]["french"]
     tokenizer = SubwordTokenizer(tok_bytes)
     splits = split_by_book(load_verses())
@@ -234,7 +234,7 @@ def export_run(args: argparse.Namespace) -> str:
 
 def write_card(folder: Path, digest: str, dest: Path, translations_file: Path) -> None:
     """Step 4: the translations (reused when they are of this very model) and the card."""
-    model, tok_bytes, record = load_model(folder)
+    model, tok_bytes, record = load_model_folder(folder)
     old = json.loads(translations_file.read_text()) if translations_file.exists() else {}
     if old.get("model_sha256") == digest:
         translations = old

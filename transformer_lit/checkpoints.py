@@ -37,7 +37,7 @@ __all__ = ['CHECKPOINT_FORMAT', 'RESERVED', 'TABLE_BYTES', 'MAX_LEN_LIMIT', 'MOD
            'TOKENIZER_FILE', 'MODEL_FILES', 'CONFIG_LIMIT', 'rng_states', 'restore_rng_states', 'average_state_dicts',
            'run_record', 'CheckpointError', 'check_plain_data', 'weights_sha256', 'entry_sha256', 'save_checkpoint',
            'load_checkpoint', 'model_from_checkpoint', 'checked_config', 'stored_tensors', 'save_model',
-           'read_model_files', 'load_model']
+           'read_model_files', 'load_model_folder']
 
 # %% ../nbs/14_checkpoints.ipynb #715cf094
 def rng_states() -> dict[str, Any]:
@@ -377,6 +377,11 @@ def save_model(folder: str | Path, model: Transformer, tokenizer: bytes,
     """Write folder/model.safetensors, tokenizer.model and config.json (config, the
     two files' SHA-256, record), each atomically, config.json last; returns folder."""
     folder, record = Path(folder), {} if record is None else record
+    if not isinstance(tokenizer, bytes):
+        raise ArgumentError(
+            f"tokenizer must be the tokenizer's bytes "
+            f"(SubwordTokenizer.to_bytes()), got {type(tokenizer).__name__}"
+        )
     try:
         json.dumps(record)
     except (TypeError, ValueError) as e:
@@ -449,7 +454,7 @@ def read_model_files(
     return meta, tensors, tokenizer
 
 
-def load_model(path: str | Path) -> tuple[Transformer, bytes, dict[str, Any]]:
+def load_model_folder(path: str | Path) -> tuple[Transformer, bytes, dict[str, Any]]:
     """The model of a folder written by save_model (float32, training mode: call
     .eval()), its tokenizer's bytes and its record; path may also be a model.pt of an
     earlier version (a checkpoint holding a tokenizer), read by load_checkpoint."""

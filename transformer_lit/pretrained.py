@@ -13,7 +13,12 @@ from typing import Any
 import torch
 
 from transformer_lit.checkpoints import (
-    CONFIG_FILE, CONFIG_LIMIT, MODEL_FILES, WEIGHTS_FILE, CheckpointError, load_model,
+    CONFIG_FILE,
+    CONFIG_LIMIT,
+    MODEL_FILES,
+    WEIGHTS_FILE,
+    CheckpointError,
+    load_model_folder,
     save_model,
 )
 from .data import SubwordTokenizer
@@ -66,7 +71,7 @@ def load_pretrained(
             f"expected {PRETRAINED_SHA256}; reinstall transformer_lit"
         )
     # JSON and safetensors: no code runs; float16 weights go into float32 parameters
-    model, tokenizer, _ = load_model(folder)
+    model, tokenizer, _ = load_model_folder(folder)
     return model.to(device).eval(), SubwordTokenizer(tokenizer)
 
 
@@ -80,7 +85,7 @@ def pretrained_record() -> dict[str, Any]:
 def export_pretrained(model: str | Path, dest: str | Path, **record: Any) -> str:
     """Write the model of a run (its model folder, or a model.pt of an earlier version)
     to the folder dest with float16 weights; return dest's model.safetensors SHA-256."""
-    model, tokenizer, saved = load_model(model)
+    model, tokenizer, saved = load_model_folder(model)
     save_model(dest, model.half(), tokenizer, {**saved, **record})
     return sha256_of(Path(dest) / WEIGHTS_FILE)
 
