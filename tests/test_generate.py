@@ -335,3 +335,12 @@ def test_no_public_function_takes_more_than_six_parameters():
             if count > 6:
                 over[where] = count
     assert set(over) == OVER_SIX_ELSEWHERE, over
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
+def test_the_static_cache_reads_the_models_own_position_table(positional):
+    "A learned table has no .pe: the static step read model.pos.pe and failed (AttributeError)."
+    model, src = tiny(14, positional=positional)
+    for beam in (1, 2):
+        config = GenerationConfig(10, bos_id=BOS, eos_id=EOS, beam_size=beam)
+        assert torch.equal(generate(model, src, config, static_cache=True), generate(model, src, config))

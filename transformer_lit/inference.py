@@ -66,8 +66,11 @@ def _embed_step(model: Transformer, tokens: Tensor, cache: KVCache) -> Tensor:
     x = model.tgt_embed(tokens) * math.sqrt(model.config.d_model)  # (B, 1) -> (B, 1, D)
     # position as a device tensor: no .item(), so the step can be graph-captured
     if cache.static:
-        # (1, D), the table of chapter 02
-        pe = model.pos.pe.index_select(0, cache.position.view(1))
+        index = cache.position.view(1)  # (1,)
+        if model.config.positional == "learned":  # (1, D), chapter 02's learned table
+            pe = model.pos.embedding(index)
+        else:  # (1, D), the sinusoid table of chapter 02
+            pe = model.pos.pe.index_select(0, index)
         return model.pos.dropout(x + pe.to(x.dtype))
     return model.pos(x, offset=cache.length)  # (B, 1, D)
 
