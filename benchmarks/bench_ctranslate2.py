@@ -5,7 +5,7 @@ Run: .venv/bin/python benchmarks/bench_ctranslate2.py [--postnorm PATH] [--repea
 
 Four parts, all on a CPU with one thread (torch.set_num_threads(1), CTranslate2 intra_threads=1):
   1. agreement on the test books (Ruth, Daniel, 1 John; WEB sources, chapter 13's reference set), for
-     the shipped model (pre-norm) and for a post-norm model (--postnorm: a model.pt; without it the
+     the shipped model (pre-norm) and for a post-norm model (--postnorm: a model folder or model.pt; without it the
      post-norm part is skipped): greedy tokens of ours (greedy_decode, batches of 64 sorted by length,
      each sentence cut at chapter 13's limit n + n // 2 + 10) against CTranslate2 float32 and int8
      (translate_batch(beam_size=1), its other options at their defaults, the output cut at the same
@@ -48,11 +48,7 @@ from transformer_lit.inference import beam_search, generate, greedy_decode, outp
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.pretrained import load_pretrained
 from transformer_lit.scoring import corpus_scores
-from transformer_lit.checkpoints import (
-    load_checkpoint,
-    model_from_checkpoint,
-    save_checkpoint,
-)
+from transformer_lit.checkpoints import load_model_folder, save_checkpoint
 
 CASES = (("greedy_b1", 1, 256, 1), ("greedy_b32", 32, 128, 1), ("beam4_b1", 1, 64, 4))
 SMOKE_CASES = (("greedy_b1", 1, 8, 1), ("greedy_b32", 4, 8, 1), ("beam4_b1", 1, 8, 4))
@@ -307,7 +303,7 @@ def sizes(model: Transformer, tok: SubwordTokenizer, folder: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--postnorm", type=Path, help="a post-norm model.pt for the agreement part")
+    parser.add_argument("--postnorm", type=Path, help="a post-norm model (the folder train writes, or a model.pt) for the agreement part")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of %(default)s")
@@ -341,11 +337,10 @@ def main(argv: list[str] | None = None) -> dict:
             print("  agreement, shipped:", json.dumps({k: v for k, v in payload["agreement"]["shipped_prenorm"].items()
                                                         if k != "scores"})[:600], flush=True)
             if args.postnorm:
-                ckpt = load_checkpoint(args.postnorm)
-                post = model_from_checkpoint(ckpt).eval()
+                post, tokenizer_bytes, record = load_model_folder(args.postnorm)
                 payload["agreement"]["postnorm"] = {
-                    **agreement("postnorm", post, SubwordTokenizer(ckpt["tokenizer"]), sources, refs, folder),
-                    "record": ckpt.get("record", {})}
+                    **agreement("postnorm", post.eval(), SubwordTokenizer(tokenizer_bytes), sources, refs, folder),
+                    "record": record}
                 print("  agreement, post-norm:", payload["agreement"]["postnorm"]["greedy_float32"]["percent"],
                       flush=True)
         if "speed" in parts:

@@ -24,6 +24,7 @@ from transformer_lit.scoring import corpus_scores
 from transformer_lit.checkpoints import (
     describe_device,
     load_checkpoint,
+    load_model_folder,
     model_from_checkpoint,
 )
 
@@ -37,10 +38,8 @@ GRID = {   # name -> options of `transformer-lit train` on top of the cpu preset
 }
 
 
-def score(path: Path, weights: str, sources, references) -> dict:
-    ckpt = load_checkpoint(path)
-    model = model_from_checkpoint(ckpt, weights).eval()
-    hyps = translate(model, SubwordTokenizer(ckpt["tokenizer"]), sources)
+def score(model, tokenizer_bytes: bytes, sources, references) -> dict:
+    hyps = translate(model.eval(), SubwordTokenizer(tokenizer_bytes), sources)
     return corpus_scores(hyps, references)
 
 
@@ -64,11 +63,12 @@ def main() -> None:
         t = time.perf_counter()
         cli = Path(sys.executable).with_name("transformer-lit")   # the venv's command
         subprocess.run([str(cli), *command[1:]], check=True)
-        record = load_checkpoint(out / "model.pt")["record"]
+        averaged, tokenizer_bytes, record = load_model_folder(out)   # train writes its model into --out
+        last = load_checkpoint(out / "checkpoint.pt")
         rows[name] = {"command": " ".join(command), "steps": record["steps"], "minutes": record["minutes"],
                       "valid_nll": record["valid_log"][-1][1], "wall_seconds": time.perf_counter() - t,
-                      "last": score(out / "checkpoint.pt", "model", sources, references),
-                      "averaged": score(out / "model.pt", "model", sources, references)}
+                      "last": score(model_from_checkpoint(last, "model"), tokenizer_bytes, sources, references),
+                      "averaged": score(averaged, tokenizer_bytes, sources, references)}
         r = rows[name]
         print(f"{name}: {r['steps']} steps, valid NLL {r['valid_nll']:.3f}, BLEU last "
               f"{r['last']['bleu']:.2f} averaged {r['averaged']['bleu']:.2f}", flush=True)

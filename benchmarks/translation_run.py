@@ -26,7 +26,7 @@ from transformer_lit.corpus import BOOKS, load_pairs
 from transformer_lit.data import SubwordTokenizer, split_by_book
 from transformer_lit.inference import translate
 from transformer_lit.scoring import bleu
-from transformer_lit.checkpoints import load_checkpoint, model_from_checkpoint
+from transformer_lit.checkpoints import load_checkpoint, load_model_folder, model_from_checkpoint
 
 
 def main() -> None:
@@ -55,10 +55,10 @@ def main() -> None:
     if transformer_lit(command) != 0:   # it also sets torch's threads, for the decoding below too
         raise SystemExit("training failed")
 
-    averaged_ckpt, last_ckpt = load_checkpoint(args.out / "model.pt"), load_checkpoint(args.out / "checkpoint.pt")
-    tokenizer = SubwordTokenizer(averaged_ckpt["tokenizer"])
-    models = {"averaged": model_from_checkpoint(averaged_ckpt).to(device).eval(),
-              "last": model_from_checkpoint(last_ckpt).to(device).eval()}
+    averaged, tokenizer_bytes, _ = load_model_folder(args.out)   # train writes its model into --out
+    tokenizer = SubwordTokenizer(tokenizer_bytes)
+    models = {"averaged": averaged.to(device).eval(),
+              "last": model_from_checkpoint(load_checkpoint(args.out / "checkpoint.pt")).to(device).eval()}
     test = split_by_book(load_pairs())["test"]
     sources, references = [p.en for p in test], [p.fr for p in test]
 
