@@ -280,7 +280,9 @@ def test_translate_to_a_full_disk_is_one_line(checkpoint):
     with open("/dev/full", "w") as full:
         done = subprocess.run(COMMAND + ["translate", "--checkpoint", str(checkpoint), "God said."], stdout=full,
                               stderr=subprocess.PIPE, text=True, timeout=120)
-    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "cannot write the output" in done.stderr
+    # a random model's warning about its length limit may come first
+    errors = [line for line in done.stderr.splitlines() if "warning:" not in line]
+    assert done.returncode == 2 and len(errors) == 1 and "cannot write the output" in errors[0]
 
 
 def test_translate_warns_for_each_cut_line(checkpoint, capsys, monkeypatch):

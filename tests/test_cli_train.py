@@ -162,3 +162,23 @@ def test_an_unforeseen_file_error_names_its_file_not_the_output(monkeypatch, cap
     status, stdout, err = run(["translate", "Hi."], capsys)
     assert_one_line_error(status, stdout, err, f"{tmp_path / 'x.tmp'}: Is a directory")
     assert "output" not in err
+
+
+def test_a_closed_standard_output_does_not_end_the_run(cache, tmp_path):
+    """Issue 61: `train ... | head -1` stopped at the second validation line with
+    status 0 and no word, saving nothing (and removing the run folder). Training goes
+    on, says so once on standard error, and saves its files."""
+    from transformer_lit.checkpoints import load_model_folder
+
+    out = tmp_path / "run"
+    options = [a for a in TINY if a != "--quiet"]   # a validation line every 20 steps
+    proc = subprocess.Popen(COMMAND + ["train", *options, "--steps", "80", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env())
+    first = proc.stdout.readline()
+    proc.stdout.close()   # as `head -1` does once it has its line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 0 and first, err[-2000:]
+    assert err.count("standard output was closed by its reader") == 1, err[-2000:]
+    assert "Traceback" not in err
+    assert load_model_folder(out)[2]["steps"] == 80

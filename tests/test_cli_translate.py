@@ -221,3 +221,44 @@ def test_translate_does_not_import_the_compiler():
     assert done.returncode == 0, done.stderr
     translation, imported = done.stdout.splitlines()
     assert translation and imported == "[]", imported
+
+
+def test_a_non_blocking_pipe_read_late_gets_every_line(tiny_run, tmp_path):
+    """Issue 61: with standard output a pipe its parent left non-blocking (as Node.js
+    leaves a shared pipe) and a reader that starts late, 1,246 of 3,000 lines came
+    out, status 0: a write to the full pipe failed at once and Python dropped it.
+    (This tiny model writes empty lines, and a warning for each: the reader waits past
+    a full pipe of 4 KiB.)"""
+    import fcntl
+    import threading
+    import time
+
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 4096)   # full after a few lines
+    os.set_blocking(w, False)
+    lines = [f"And God said, Let there be light, number {i}." for i in range(6000)]
+    errors = open(tmp_path / "stderr", "w")   # a pipe would fill with its warnings
+    proc = subprocess.Popen(COMMAND + ["translate", "--checkpoint", str(tiny_run),
+                                       "--threads", "1"],
+                            stdin=subprocess.PIPE, stdout=w, stderr=errors, env=env())
+    os.close(w)
+
+    def feed():
+        proc.stdin.write("".join(f"{line}\n" for line in lines).encode())
+        proc.stdin.close()
+
+    threading.Thread(target=feed, daemon=True).start()
+    # the reader starts late: once 4,500 lines were written (4,096 fill the pipe), or
+    # once the writer waits (no new warning for 2 s)
+    seen, still = 0, time.time()
+    while proc.poll() is None and seen < 4500 and time.time() - still < 2:
+        time.sleep(0.2)
+        now = (tmp_path / "stderr").read_text().count("\n")
+        seen, still = now, (time.time() if now > seen else still)
+    with os.fdopen(r, "rb") as f:
+        got = f.read()
+    status = proc.wait(timeout=300)
+    errors.close()
+    err = (tmp_path / "stderr").read_text()
+    assert status == 0, err[-2000:]
+    assert got.count(b"\n") == 6000, (got.count(b"\n"), err[-2000:])

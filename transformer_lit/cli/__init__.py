@@ -6,10 +6,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
+import select
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import partial
 
 from .export import add_export_command
@@ -21,7 +24,7 @@ from ..fast import training_step_for
 from ..fast_decoding import decoder_for, two_pass_argmax
 
 # %% auto #0
-__all__ = ['build_parser', 'take_plain_routes', 'parse_args', 'main']
+__all__ = ['build_parser', 'take_plain_routes', 'parse_args', 'main', 'whole_output']
 
 # %% ../../nbs/31_cli.ipynb #3b001529
 def build_parser() -> argparse.ArgumentParser:
@@ -87,7 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is None:  # started with standard output closed (>&-)
         return report(args.command, CliError("standard output is closed"))
     try:
-        return args.handler(args)
+        with whole_output(args.command):
+            return args.handler(args)
     except CliError as e:
         return report(args.command, e)
     # Ctrl-C, or a signal signals_interrupt turned into one
@@ -106,3 +110,65 @@ def main(argv: Sequence[str] | None = None) -> int:
         said = (f"{e.filename}: {reason(e)}" if e.filename
                 else f"cannot write the output ({reason(e)})")
         return report(args.command, CliError(said))
+
+# %% ../../nbs/31_cli.ipynb #5f0c2a12
+class _WholeWrites(io.RawIOBase):
+    """Standard output's descriptor, each write whole: one that would block (a pipe
+    left non-blocking, read late) waits for room; with keep_going, a pipe whose reader
+    is gone takes the rest silently, once said on standard error."""
+
+    def __init__(self, fd: int, command: str, keep_going: bool) -> None:
+        super().__init__()
+        self.fd, self.command, self.keep_going, self.gone = (
+            fd,
+            command,
+            keep_going,
+            False,
+        )
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        while view and not self.gone:
+            try:
+                view = view[os.write(self.fd, view) :]
+            except BlockingIOError:  # full: wait until the reader makes room
+                select.select([], [self.fd], [])
+            except BrokenPipeError:
+                if not self.keep_going:
+                    raise
+                self.gone = True
+                print(
+                    f"transformer-lit {self.command}: standard output was closed by "
+                    "its reader; the run goes on, printing nothing more",
+                    file=sys.stderr,
+                )
+        return len(data)
+
+# %% ../../nbs/31_cli.ipynb #5f0c2a13
+@contextlib.contextmanager
+def whole_output(command: str) -> Iterator[None]:
+    """sys.stdout written through _WholeWrites for the block (train goes on when its
+    reader is gone), where standard output is a descriptor."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a capture in a test or notebook
+        yield
+        return
+    old = sys.stdout
+    old.flush()
+    raw = _WholeWrites(fd, command, keep_going=command == "train")
+    # line by line, as a run's progress is read (translate flushes after each batch)
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=old.encoding,
+                                  errors=old.errors, line_buffering=True)
+    try:
+        yield
+        sys.stdout.flush()
+    finally:  # what is left unwritten after an error is dropped, never raised later
+        raw.gone = True
+        sys.stdout = old
