@@ -1,6 +1,7 @@
 """transformer_lit.cli.train (chapter 23): `transformer-lit train` refuses a mistake before any work, in one line, and stops saved, with one line, on a signal, a full disk, a non-finite loss or too little memory."""
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -182,3 +183,20 @@ def test_a_closed_standard_output_does_not_end_the_run(cache, tmp_path):
     assert err.count("standard output was closed by its reader") == 1, err[-2000:]
     assert "Traceback" not in err
     assert load_model_folder(out)[2]["steps"] == 80
+
+
+def test_force_replaces_the_earlier_run_only_once_the_new_one_has_saved(cache, tmp_path,
+                                                                        capsys):
+    """Issue 61: `train --force` over a finished run deleted its checkpoint.pt, model and
+    results.json before the first step; a setting found bad at step 2 (a loss of NaN)
+    then left nothing of either run."""
+    out = tmp_path / "run"
+    assert run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys)[0] == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    bad = ["train", *TINY, "--steps", "4", "--out", str(out), "--force",
+           "--lr-factor", "1e30"]
+    assert_one_line_error(*run(bad, capsys), "nan")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    good = ["train", *TINY, "--steps", "3", "--out", str(out), "--force"]
+    assert run(good, capsys)[0] == 0
+    assert json.loads((out / "results.json").read_text())["steps"] == 3

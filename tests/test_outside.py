@@ -21,10 +21,10 @@ def test_wheel_holds_modules_and_package_data(tmp_path):
     results = [p for p in (PKG / "results").rglob("*") if p.is_file()]
     assert results, "transformer_lit/results/ is empty: the measurements are gone"
     want |= {p.relative_to(ROOT).as_posix() for p in results}
-    # The shipped model and its card: only once they exist in the source tree.
-    for name in ("model.pt", "MODEL_CARD.md"):
-        if (PKG / "pretrained" / name).exists():
-            want.add(f"transformer_lit/pretrained/{name}")
+    # The shipped model (chapter 14's three files) and its card
+    for name in ("config.json", "model.safetensors", "tokenizer.model", "MODEL_CARD.md"):
+        assert (PKG / "pretrained" / name).is_file(), name
+        want.add(f"transformer_lit/pretrained/{name}")
     missing = sorted(want - names)
     assert not missing, f"the wheel lacks {missing}: see [tool.setuptools.package-data]"
 

@@ -365,7 +365,8 @@ def test_only_the_programs_own_temporary_files_are_removed(cache, tmp_path, caps
     assert not (out / ".checkpoint.pt.k2j4.tmp").exists()
 
 
-@pytest.mark.parametrize("files", [["model.pt"], ["results.json"], ["model.pt", "results.json"]])
+@pytest.mark.parametrize("files", [["model.safetensors"], ["results.json"], ["model.pt"],
+                                   ["config.json", "results.json"]])
 def test_force_never_deletes_files_that_no_run_wrote(tmp_path, capsys, cache, files):
     out = tmp_path / "mine"
     out.mkdir()
@@ -382,9 +383,10 @@ def test_force_replaces_a_runs_files_and_keeps_the_others(tmp_path, capsys, cach
     assert run(["train", *TINY, "--steps", "2", "--out", str(out)], capsys)[0] == 0
     assert written_by_run(out) == set(RUN_FILES)
     (out / "notes.txt").write_text("mine")
-    before = (out / "model.pt").stat().st_mtime_ns
+    before = (out / "model.safetensors").stat().st_mtime_ns
     assert run(["train", *TINY, "--steps", "2", "--out", str(out), "--force"], capsys)[0] == 0
-    assert (out / "notes.txt").read_text() == "mine" and (out / "model.pt").stat().st_mtime_ns != before
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "model.safetensors").stat().st_mtime_ns != before
 
 
 def test_a_refused_run_leaves_no_folder_and_no_marker(tmp_path, capsys, cache, monkeypatch):

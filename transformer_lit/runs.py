@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from importlib import resources
@@ -467,8 +467,8 @@ def release_run_folder(folder: Path, fd: int, created: Path | None) -> None:
                 break
 
 
-def clear_run(folder: Path) -> None:
-    """Remove the files a run wrote in folder (those its RUN_MARKER names), for a new
-    run that replaces it."""
-    for name in sorted(written_by_run(folder)):
+def clear_run(folder: Path, keep: Collection[str] = ()) -> None:
+    """Remove the files a run wrote in folder (those its RUN_MARKER names) but those in
+    keep, for a new run that replaces it (once it has saved its own checkpoint)."""
+    for name in sorted(written_by_run(folder) - set(keep)):
         (folder / name).unlink(missing_ok=True)

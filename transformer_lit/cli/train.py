@@ -394,10 +394,15 @@ def _saver(run: _Run) -> Callable[[TrainState], None]:
     "fit's on_checkpoint: save, note the step in run.saved; a failed write is one line."
 
     def save(state: TrainState) -> None:
+        out = run.job.out
         try:
             _save_run(run, state)
+            # --force: the old run's other files go once this run has saved (a
+            # setting that fails at step 2 leaves the old run whole)
+            if run.job.force and not run.saved and run.world.is_main:
+                clear_run(out, keep=("checkpoint.pt",))
         except OSError as e:  # the atomic save left the previous checkpoint as it was
-            raise CliError(f"cannot save {run.job.out / 'checkpoint.pt'} "
+            raise CliError(f"cannot save {out / 'checkpoint.pt'} "
                            f"({reason(e)}); {_last_good(run)}") from e
         run.saved.append(state.step)
 
@@ -492,8 +497,6 @@ def _execute(
     optimizer = make_optimizer(model, job.settings)
     if optimizer_state is not None:
         load_optimizer(optimizer, optimizer_state, job.out / "checkpoint.pt")
-    if job.force and world.is_main:
-        clear_run(job.out)  # every check passed: the old run goes now
     saved = [state.step] if job.resume else []
     run = _Run(job, world, device, model, optimizer, tokenizer, saved, signals=[])
     # for the model as fit trains it (a resumed model was loaded in eval mode)
