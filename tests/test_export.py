@@ -504,36 +504,37 @@ def test_force_over_another_engines_export_leaves_none_of_its_files(tmp_path):
 
 def test_two_exports_into_one_folder_take_turns(tmp_path):
     """Two `export ctranslate2 OUT --force` at once both succeeded, OUT holding files of both
-    models: an export moves its files in only while it holds the lock of OUT's folder."""
-    import fcntl
+    models: an export moves its files in only while it holds OUT's lock."""
+    import transformer_lit.export as export
+    from transformer_lit.files import release_lock, take_lock
     out = tmp_path / "out"
     _export(out, {"model.bin": "first", "vocab.json": "first"})
-    other = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)   # another export, moving in
-    fcntl.flock(other, fcntl.LOCK_EX)
+    other = take_lock(export._lock_path(out), "out")   # another export, moving in
     second = threading.Thread(target=_export, args=(out, {"model.bin": "second"}))
     second.start()
     second.join(0.5)
     try:
         assert second.is_alive() and (out / "model.bin").read_text() == "first"
     finally:
-        os.close(other)   # the other export is done
+        release_lock(export._lock_path(out), other)   # the other export is done
     second.join(10)
     assert sorted(p.name for p in out.iterdir()) == [".transformer-lit-export", "model.bin"]
     assert (out / "model.bin").read_text() == "second"
 
 
 def test_an_export_does_not_wait_without_end(tmp_path, monkeypatch):
-    import fcntl
-
+    "The wait for another export of OUT ends, and names the holder and the wait."
     import transformer_lit.export as export
+    from transformer_lit.files import release_lock, take_lock
     monkeypatch.setattr(export, "_LOCK_WAIT_S", 0.2)
-    other = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(other, fcntl.LOCK_EX)
+    lock = export._lock_path(tmp_path / "out")
+    other = take_lock(lock, "out")
     try:
-        with pytest.raises(FileExistsError, match="another export kept writing into"):
+        with pytest.raises(FileExistsError, match=r"out is in use by pid \d+ on .* \(waited "
+                           r"0.2 s\); try again when it is done"):
             _export(tmp_path / "out", {"model.bin": "mine"})
     finally:
-        os.close(other)
+        release_lock(lock, other)
     assert sorted(p.name for p in tmp_path.iterdir()) == []   # nothing left behind
 
 

@@ -6,11 +6,9 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +18,9 @@ import torch
 from torch import Tensor, nn
 
 from .data import SPECIAL_PIECES, SubwordTokenizer
-from .files import make_folders, reason
+from transformer_lit.files import (
+    LockBusy, current_umask, make_folders, reason, release_lock, take_lock,
+)
 from .model import Transformer
 from .norms import LayerNorm
 from .validate import ArgumentError, check_bool, check_path
@@ -251,28 +251,26 @@ def _check_targets(tmp: Path, out: Path) -> None:
 _LOCK_WAIT_S = 30.0
 
 
-@contextlib.contextmanager
-def _one_writer(folder: Path, out: Path):
-    """Hold the lock of folder (flock on the folder itself: no file is left behind)
-    while an export moves its files into out; FileExistsError if another export holds
-    it too long."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        deadline = time.monotonic() + _LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise FileExistsError(
-                        f"{out}: another export kept writing into {folder} for "
-                        f"{_LOCK_WAIT_S:.0f} s; try again when it is done"
-                    ) from None
-                time.sleep(0.05)
-        yield
-    finally:
-        os.close(fd)   # releases the lock
+def _lock_path(out: Path) -> Path:
+    """The lock file of exports into out's folder (chapter 33's take_lock): a file of
+    its own, so that a user's `flock DIR` around the command is not taken for one."""
+    return out.parent / f".{out.name[:64]}.transformer-lit-export.lock"
+
+
+def _move_in(tmp: Path, out: Path, names: list[str], force: bool) -> None:
+    """The files of the finished export in tmp become out (under the lock): out itself
+    if it is new, else file by file over an earlier export, checked again first."""
+    if not out.exists():
+        os.replace(tmp, out)
+        return
+    check_export_folder(out, force)   # as it is now, another export done
+    _check_targets(tmp, out)
+    stale = set(_earlier_files(out)) - set(names)
+    for f in tmp.iterdir():
+        os.replace(f, out / f.name)
+    for name in stale:  # the earlier export's files this one does not write
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            (out / name).unlink()
 
 
 def write_export_folder(out: Path, save: Callable[[Path], None],
@@ -291,22 +289,18 @@ def write_export_folder(out: Path, save: Callable[[Path], None],
         save(tmp)
         names = sorted(f.name for f in tmp.iterdir())
         (tmp / EXPORT_MARKER).write_text("\n".join(names) + "\n", encoding="utf-8")
-        umask = os.umask(0o022)
-        os.umask(umask)
+        umask = current_umask()
         for f in [tmp, *tmp.rglob("*")]:  # as open and mkdir make them: not 0o600
-            f.chmod((0o777 if f.is_dir() else 0o666) & ~umask)
-        with _one_writer(out.parent, out):
-            if not out.exists():
-                os.replace(tmp, out)
-            else:  # --force over an earlier export: checked, then replaced file by file
-                check_export_folder(out, force)   # as it is now, another export done
-                _check_targets(tmp, out)
-                stale = set(_earlier_files(out)) - set(names)
-                for f in tmp.iterdir():
-                    os.replace(f, out / f.name)
-                for name in stale:  # the earlier export's files this one does not write
-                    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                        (out / name).unlink()
+            if not f.is_symlink():  # a link's mode is its target's: not ours to change
+                f.chmod((0o777 if f.is_dir() else 0o666) & ~umask)
+        try:
+            held = take_lock(_lock_path(out), str(out), wait=_LOCK_WAIT_S)
+        except LockBusy as e:  # another export of out kept it too long
+            raise FileExistsError(f"{e}; try again when it is done") from None
+        try:
+            _move_in(tmp, out, names, force)
+        finally:
+            release_lock(_lock_path(out), held)
         done = True
     except FileExistsError:  # the checks: their messages name the file
         raise

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import IO
 
 # %% auto #0
-__all__ = ['CACHE_ENV', 'NO_SPACE', 'CacheError', 'cache_dir', 'open_regular', 'sha256_of', 'reason', 'current_umask',
-           'make_folders', 'write_atomically', 'write_text_atomically', 'read_small_file', 'LockBusy', 'take_lock',
-           'release_lock', 'check_unlocked', 'holding_lock']
+__all__ = ['CACHE_ENV', 'NO_SPACE', 'CacheError', 'cache_dir', 'is_regular', 'open_regular', 'sha256_of', 'reason',
+           'current_umask', 'make_folders', 'write_atomically', 'write_text_atomically', 'read_small_file', 'LockBusy',
+           'take_lock', 'release_lock', 'check_unlocked', 'holding_lock']
 
 # %% ../nbs/33_files.ipynb #22197856
 CACHE_ENV = "TRANSFORMER_LIT_CACHE"  # the environment variable that moves the cache
@@ -63,6 +63,11 @@ def cache_dir() -> Path:
     return folder
 
 # %% ../nbs/33_files.ipynb #fccfac24
+def is_regular(fd: int) -> bool:
+    "Whether the open descriptor fd is a regular file (not a pipe, device or folder)."
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
 def open_regular(path: str | Path, follow_links: bool = True) -> IO[bytes]:
     """path opened for reading if it is a regular file; OSError, without waiting, if
     it is a named pipe (whose open and read would wait for a writer), a device
@@ -71,7 +76,7 @@ def open_regular(path: str | Path, follow_links: bool = True) -> IO[bytes]:
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     fd = os.open(path, flags)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        if not is_regular(fd):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")

@@ -28,7 +28,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from transformer_lit.files import (
-    LockBusy, check_unlocked, open_regular, reason, release_lock, take_lock,
+    LockBusy, check_unlocked, is_regular, open_regular, reason, release_lock, take_lock,
 )
 
 # %% auto #0
@@ -348,7 +348,7 @@ def mark_run_folder(folder: Path) -> None:
                                  "makes; remove it or give another folder") from e
         raise
     with os.fdopen(fd, "w") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        if not is_regular(fd):
             raise RunFolderError(f"{marker} is not a regular file, which no run "
                                  "makes; remove it or give another folder")
         os.set_blocking(fd, True)
