@@ -158,3 +158,18 @@ def test_no_module_but_attention_calls_a_projection_of_the_attention():
     offenders = [p.name for p in PACKAGE.rglob("*.py")
                  if p.name != "attention.py" and call.search(p.read_text())]
     assert offenders == []
+
+
+def test_a_layer_outside_the_cache_is_refused():
+    "Issue 61: KVCache.update(layer=-1, ...) wrote the last layer's slot."
+    from transformer_lit.model import Transformer, TransformerConfig
+    from transformer_lit.inference import new_cache
+    from transformer_lit.validate import ArgumentError
+
+    model = Transformer(TransformerConfig.tiny()).eval()
+    src = torch.randint(4, 50, (1, 3))
+    cache = new_cache(model, model.encode(src), src, max_len=4)
+    k = torch.zeros(1, 4, 1, 8)
+    for layer in (-1, 2):
+        with pytest.raises(ArgumentError, match=r"layer must be in \[0, 2\)"):
+            cache.update(layer, k, k)

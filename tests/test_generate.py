@@ -344,3 +344,32 @@ def test_the_static_cache_reads_the_models_own_position_table(positional):
     for beam in (1, 2):
         config = GenerationConfig(10, bos_id=BOS, eos_id=EOS, beam_size=beam)
         assert torch.equal(generate(model, src, config, static_cache=True), generate(model, src, config))
+
+
+def test_a_length_penalty_that_cannot_rank_is_refused():
+    """Issue 61: --length-penalty 100 or 1e308 overflowed ((5 + T) / 6) ** alpha and the
+    ranking was lost ("Le", "Et le roi fut très-grande colère"): refused above 10."""
+    from transformer_lit.inference import MAX_LENGTH_PENALTY, beam_search
+    from transformer_lit.model import Transformer, TransformerConfig
+    from transformer_lit.validate import ArgumentError
+
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig.tiny()).eval()
+    src = torch.randint(4, 50, (2, 5))
+    for alpha in (100.0, 1e308, float("inf"), float("nan"), -0.5):
+        with pytest.raises(ArgumentError, match="length_penalty"):
+            beam_search(model, src, 2, 8, bos_id=1, eos_id=2, length_penalty=alpha)
+    beam_search(model, src, 2, 8, bos_id=1, eos_id=2, length_penalty=MAX_LENGTH_PENALTY)
+
+
+def test_a_source_of_length_zero_is_refused():
+    "Issue 61: a source of length 0 translated nothing into a loop to the budget."
+    from transformer_lit.inference import generate
+    from transformer_lit.model import Transformer, TransformerConfig
+    from transformer_lit.validate import ArgumentError
+
+    model = Transformer(TransformerConfig.tiny()).eval()
+    for beam in (1, 2):
+        with pytest.raises(ArgumentError, match="src has length 0"):
+            generate(model, torch.zeros(2, 0, dtype=torch.long), max_new_tokens=5,
+                     bos_id=1, eos_id=2, beam_size=beam)

@@ -84,6 +84,10 @@ class KVCache:
             raise ArgumentError(
                 f"the cache is full: all max_len = {self.max_len} slots are written"
             )
+        if not 0 <= layer < len(self.self_k):  # -1 would write the last layer
+            raise ArgumentError(
+                f"layer must be in [0, {len(self.self_k)}), got {layer}"
+            )
         # in place: no allocation, no copy
         self.self_k[layer].index_copy_(2, self.position.view(1), k)
         self.self_v[layer].index_copy_(2, self.position.view(1), v)

@@ -29,10 +29,10 @@ from transformer_lit.validate import (
 )
 
 # %% auto #0
-__all__ = ['Step', 'StepFactory', 'Pick', 'LogitsProcessor', 'DecodeFn', 'new_cache', 'decode_step', 'GenerationConfig',
-           'generate', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'no_repeat_ngram', 'cross_attention_maps',
-           'InputTruncatedWarning', 'output_limit', 'OutputTruncatedWarning', 'Decoded', 'check_front_door',
-           'decode_in_batches', 'translate']
+__all__ = ['Step', 'StepFactory', 'Pick', 'LogitsProcessor', 'MAX_LENGTH_PENALTY', 'DecodeFn', 'new_cache', 'decode_step',
+           'GenerationConfig', 'generate', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'no_repeat_ngram',
+           'cross_attention_maps', 'InputTruncatedWarning', 'output_limit', 'OutputTruncatedWarning', 'Decoded',
+           'check_front_door', 'decode_in_batches', 'translate']
 
 # %% ../nbs/16_inference.ipynb #35281bc7
 @torch.no_grad()
@@ -180,6 +180,8 @@ def _generate(
     "generate's tokens (B, 1 + n) and each row's length (B,), eos_id included."
     _check_evaluating(model)
     check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
+    if src.shape[1] == 0:  # nothing to attend to: the decoder's softmax has no key
+        raise ArgumentError("src has length 0: give each row at least one token")
     _check_decode_args(model, config, rows=src.shape[0])
     search = _greedy if config.beam_size == 1 else _beam
     return search(_Route(model, src, config), config)
@@ -368,11 +370,16 @@ def beam_search(
     return [row[: 1 + n] for row, n in zip(tokens, length.tolist())]
 
 # %% ../nbs/16_inference.ipynb #5e0c7a31
+# above it, ((5 + T) / 6) ** alpha passes float32's range for long outputs (T = 256:
+# 43.5 ** 24 > 3.4e38) and the ranking is lost; GNMT's own values are 0.6 to 1
+MAX_LENGTH_PENALTY = 10.0
+
+
 def _check_beam_args(model: Transformer, beam_size: int, length_penalty: float) -> None:
-    "ArgumentError naming the argument unless 1 <= beam_size <= V and 0 <= alpha < inf."
+    "ArgumentError naming the argument unless 1 <= beam_size <= V and 0 <= alpha <= 10."
     V, k, alpha = model.config.tgt_vocab_size, beam_size, length_penalty
     check_int("beam_size", k, low=1, high=V)  # at most every token of the vocabulary
-    check_number("length_penalty", alpha, 0.0, math.inf, high_open=True)
+    check_number("length_penalty", alpha, 0.0, MAX_LENGTH_PENALTY)
 
 # %% ../nbs/16_inference.ipynb #04d8f3e4
 def no_repeat_ngram(n: int) -> LogitsProcessor:

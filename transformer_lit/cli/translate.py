@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import codecs
-import math
 import sys
 import unicodedata
 import warnings
@@ -20,7 +19,8 @@ from transformer_lit.cli.shared import (
 )
 from ..data import SubwordTokenizer
 from transformer_lit.inference import (
-    GenerationConfig, InputTruncatedWarning, OutputTruncatedWarning, Pick, translate,
+    MAX_LENGTH_PENALTY, GenerationConfig, InputTruncatedWarning, OutputTruncatedWarning,
+    Pick, translate,
 )
 from ..model import Transformer
 
@@ -74,9 +74,11 @@ def translator_from_args(args: argparse.Namespace) -> TranslateFn:
     if args.beam < 1:
         raise CliError(f"--beam must be at least 1, got {args.beam}")
     # also refuses nan and inf
-    if not (args.length_penalty >= 0 and math.isfinite(args.length_penalty)):
+    if not 0 <= args.length_penalty <= MAX_LENGTH_PENALTY:  # nan and inf too
         raise CliError(
-            f"--length-penalty must be a finite number >= 0, got {args.length_penalty}"
+            f"--length-penalty must lie in [0, {MAX_LENGTH_PENALTY:g}] (above, "
+            f"the penalty overflows and ranks nothing), got "
+            f"{args.length_penalty}"
         )
     config = GenerationConfig(  # chapter 16's choices, checked once, here
         beam_size=args.beam,
