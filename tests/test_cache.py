@@ -173,3 +173,17 @@ def test_a_layer_outside_the_cache_is_refused():
     for layer in (-1, 2):
         with pytest.raises(ArgumentError, match=r"layer must be in \[0, 2\)"):
             cache.update(layer, k, k)
+
+
+def test_a_memory_that_does_not_match_its_source_is_refused():
+    """Issue 61: new_cache with a memory of 2 rows and a source of 1 row applied the one
+    row's padding to both."""
+    from transformer_lit.model import Transformer, TransformerConfig
+    from transformer_lit.inference import new_cache
+    from transformer_lit.validate import ArgumentError
+
+    model = Transformer(TransformerConfig.tiny()).eval()
+    src = torch.tensor([[5, 6, 0]])
+    memory = model.encode(torch.randint(4, 50, (2, 3)))
+    with pytest.raises(ArgumentError, match=r"memory \(B, S, D\) = \(2, 3, 32\) does not"):
+        new_cache(model, memory, src, max_len=4)

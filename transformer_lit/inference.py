@@ -42,6 +42,10 @@ def new_cache(
     """A KVCache for model's decoder: every layer's cross-attention keys and values of
     memory (B, S, D), computed once; max_len empty self slots."""
     check_int("max_len", max_len, low=1, high=model.config.max_len)  # config.max_len
+    # else src's padding would be broadcast to all rows
+    if memory.shape[:2] != src.shape:
+        raise ArgumentError(f"memory (B, S, D) = {tuple(memory.shape)} does not match "
+                            f"src (B, S) = {tuple(src.shape)}")
     mask = padding_mask(src, model.config.pad_id)  # (B, 1, 1, S)
     # no padding at all: skip the masking work
     if mask.device.type != "meta" and bool(mask.all()):
