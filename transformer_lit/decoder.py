@@ -27,15 +27,14 @@ class DecoderLayer(nn.Module):
     (B, T, D), memory (B, S, D) -> (B, T, D)."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, activation: str = "relu",
-                 norm_eps: float = 1e-5):
+                 norm_first: bool = False):
         super().__init__()
         check_layer_sizes(d_model=d_model, n_heads=n_heads, d_ff=d_ff)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout, activation)
+        self.ffn = FeedForward(d_model, d_ff, dropout)
         self.self_res, self.cross_res, self.ffn_res = (
-            ResidualNorm(d_model, dropout, norm_first, norm_eps) for _ in range(3)
+            ResidualNorm(d_model, dropout, norm_first) for _ in range(3)
         )
 
     def forward(self, y: Tensor, memory: Tensor | None, tgt_mask: Tensor | None = None,
@@ -75,16 +74,14 @@ class Decoder(nn.Module):
     (B, S, D) -> (B, T, D)."""
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
-                 dropout: float = 0.1, norm_first: bool = False,
-                 activation: str = "relu", norm_eps: float = 1e-5):
+                 dropout: float = 0.1, norm_first: bool = False):
         super().__init__()
         check_layer_sizes(n_layers)
         self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, activation,
-                         norm_eps)
+            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
             for _ in range(n_layers)
         )
-        self.norm = LayerNorm(d_model, norm_eps) if norm_first else nn.Identity()
+        self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(self, y: Tensor, memory: Tensor | None, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None,

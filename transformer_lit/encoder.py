@@ -32,15 +32,14 @@ class EncoderLayer(nn.Module):
     -> (B, S, D)."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, activation: str = "relu",
-                 norm_eps: float = 1e-5):
+                 norm_first: bool = False):
         super().__init__()
         check_layer_sizes(d_model=d_model, n_heads=n_heads, d_ff=d_ff)
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout, activation)
+        self.ffn = FeedForward(d_model, d_ff, dropout)
         # §3.1: LayerNorm(x + Sublayer(x))
-        self.attn_res = ResidualNorm(d_model, dropout, norm_first, norm_eps)
-        self.ffn_res = ResidualNorm(d_model, dropout, norm_first, norm_eps)
+        self.attn_res = ResidualNorm(d_model, dropout, norm_first)
+        self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """src_mask: bool, True = may attend, broadcastable to (B, H, S, S), e.g.
@@ -99,16 +98,14 @@ class Encoder(nn.Module):
     (B, S, D)."""
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
-                 dropout: float = 0.1, norm_first: bool = False,
-                 activation: str = "relu", norm_eps: float = 1e-5):
+                 dropout: float = 0.1, norm_first: bool = False):
         super().__init__()
         check_layer_sizes(n_layers)
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, activation,
-                         norm_eps)
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
             for _ in range(n_layers)
         )
-        self.norm = LayerNorm(d_model, norm_eps) if norm_first else nn.Identity()
+        self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """src_mask: bool, True = may attend, e.g. padding_mask(src, pad_id) of shape

@@ -15,7 +15,9 @@ from torch import Tensor, nn
 
 from .decoder import Decoder, copy_from_torch_decoder_layer
 from .encoder import Encoder, copy_from_torch_encoder_layer
+from .ffn import FeedForward
 from .masking import causal_mask, padding_mask
+from .norms import LayerNorm
 from transformer_lit.positional import (
     MAX_LEN, LearnedPositionalEncoding, PositionalEncoding,
 )
@@ -156,9 +158,9 @@ class Transformer(nn.Module):
         positions = (LearnedPositionalEncoding if c.positional == "learned"
                      else PositionalEncoding)
         self.pos = positions(c.d_model, c.max_len, c.dropout)
-        sizes = (c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
-                 c.activation, c.norm_eps)
+        sizes = (c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
         self.encoder, self.decoder = Encoder(*sizes), Decoder(*sizes)
+        _set_activation_and_eps(self, c.activation, c.norm_eps)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -204,6 +206,17 @@ class Transformer(nn.Module):
         """src (B, S), tgt (B, T) -> logits (B, T, tgt_vocab_size): position t scores
         token t+1."""
         return self.decode(tgt, self.encode(src), src)
+
+# %% ../nbs/09_transformer.ipynb #b1c0e5a3
+def _set_activation_and_eps(model: nn.Module, activation: str, eps: float) -> None:
+    """Give every feed-forward of model the activation (chapter 06) and every LayerNorm
+    the epsilon eps (chapter 05); the stacks of chapters 07 and 08 use the paper's."""
+    for module in model.modules():
+        if isinstance(module, FeedForward):
+            module.activation = nn.GELU() if activation == "gelu" else nn.ReLU()
+        elif isinstance(module, LayerNorm):
+            module.eps = eps
+
 
 # %% ../nbs/09_transformer.ipynb #7ba43d45
 @torch.no_grad()
