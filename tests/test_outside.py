@@ -49,3 +49,21 @@ def test_the_slow_notebooks_start_first():
     slow = [n for n in nbval_outside.SLOW if n in names]
     assert got == slow + sorted(set(names) - set(slow))
     assert all((ROOT / "nbs" / f"{n}.ipynb").exists() for n in nbval_outside.SLOW)
+
+
+def test_a_kernel_that_died_at_its_start_is_run_once_more(monkeypatch):
+    "Only a kernel's death at its start earns a second run, and only one."
+    said = {"died": nbval_outside.KERNEL_START_DIED, "failed": "1 failed"}
+    for first_output, runs_wanted in (("died", 2), ("failed", 1)):
+        calls = []
+
+        def fake(group, env, first_output=first_output):
+            calls.append(group)
+            if len(calls) == 1:
+                return "a.ipynb", 1, 3.0, said[first_output]
+            return "a.ipynb", 0, 2.0, "1 passed"
+
+        monkeypatch.setattr(nbval_outside, "nbval", fake)
+        names, status, seconds, _ = nbval_outside.nbval_again_if_kernel_died([Path("a")], {})
+        assert len(calls) == runs_wanted
+        assert (status, seconds) == ((0, 5.0) if runs_wanted == 2 else (1, 3.0))
