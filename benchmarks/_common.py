@@ -56,7 +56,7 @@ _HELD = contextlib.ExitStack()   # policies held until the benchmark's process e
 
 
 def disable_cudnn_attention(device: torch.device) -> None:
-    """The package's one cuDNN-attention policy (chapter 34's attention_policy, which fit and
+    """The package's one cuDNN-attention policy (chapter 35's attention_policy, which fit and
     translate hold while they run), held for the rest of this benchmark's process."""
     _HELD.enter_context(attention_policy(device))
 

@@ -11,7 +11,7 @@ first batches of an epoch of the training books (the shipped model's tokenizer e
 All sides start from the same weights and take the same batches; each batch is timed once each
 way, in rotating order. `speedup_onednn` is F.linear's time over oneDNN's (both fast steps);
 `speedup_fast` is the plain step's time over the fast step the command line takes (its
-products as use_onednn_products chooses here, by chapter 34's rule on the processor: recorded as
+products as use_onednn_products chooses here, by chapter 35's rule on the processor: recorded as
 `onednn_rule`, with what `speedup_onednn` measured beside it, so that a host where the two
 disagree shows). Writes transformer_lit/results/train_real_cpu.json: keep another host's file as
 train_real_cpu_<host>.json (git mv) before measuring here.
@@ -72,7 +72,7 @@ def time_preset(preset: str, examples, n_batches: int, vocab: int) -> dict:
 
 
 def rule_text(kind: str) -> str:
-    "Chapter 34's rule for kind in words: where it takes oneDNN's products."
+    "Chapter 35's rule for kind in words: where it takes oneDNN's products."
     family, capabilities = machine.ONEDNN_FASTER[kind]
     return f"oneDNN on vendor AuthenticAMD, family >= {family}, capability {' or '.join(capabilities)}"
 

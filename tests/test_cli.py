@@ -311,7 +311,7 @@ def test_translate_beam_larger_than_the_vocabulary(checkpoint, capsys):
 
 def test_the_subcommands_alone_take_the_plain_routes():
     """Chapters 23 and 24's subcommands on their own train with chapter 13's train_step and
-    decode with the plain cached step; main's parser (chapter 31) gives them those of chapters 25 and 26.
+    decode with the plain cached step; main's parser (chapter 32) gives them those of chapters 25 and 26.
     train's hooks travel with its handler, not in the parsed options, and are asked by choose_routes."""
     import argparse
 

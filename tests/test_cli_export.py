@@ -1,4 +1,4 @@
-"""transformer_lit.cli.export (chapter 30): `transformer-lit export` writes each engine's folder, refuses a bad OUT by name, and leaves nothing behind when stopped."""
+"""transformer_lit.cli.export (chapter 31): `transformer-lit export` writes each engine's folder, refuses a bad OUT by name, and leaves nothing behind when stopped."""
 from __future__ import annotations
 
 import os

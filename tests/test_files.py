@@ -1,4 +1,4 @@
-"""transformer_lit.files (chapter 33): atomic writes that change no mode by name and read
+"""transformer_lit.files (chapter 34): atomic writes that change no mode by name and read
 the umask without changing it, and the one lock helper that runs and exports share."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chapter 34's machine module (issue 56): the rule that says where oneDNN's products are
+"""Chapter 35's machine module (issue 56): the rule that says where oneDNN's products are
 faster agrees with every host the package's records were measured on, and attention_policy,
 entered and left by two threads in any order, leaves cuDNN's attention flag as it found it."""
 from __future__ import annotations

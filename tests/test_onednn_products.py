@@ -225,7 +225,7 @@ def test_a_missing_reordering_operator_turns_onednn_off(monkeypatch):
 
 
 def test_the_policy_follows_the_processor_rule(monkeypatch):
-    """Chapter 34's rule, read from the processor: oneDNN on a Zen 5 EPYC, F.linear (MKL) on
+    """Chapter 35's rule, read from the processor: oneDNN on a Zen 5 EPYC, F.linear (MKL) on
     an Intel Xeon with AVX-512; the decoder's layers take oneDNN on a Zen 4, training not."""
     import transformer_lit.machine as machine
     model = Transformer(TransformerConfig.tiny()).eval()

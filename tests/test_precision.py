@@ -93,7 +93,7 @@ def test_the_scaler_state_travels_in_the_train_state():
 
 
 def test_the_cudnn_attention_policy_is_scoped_and_restored():
-    """attention_policy (chapter 34) turns cuDNN's attention off inside its block on CUDA
+    """attention_policy (chapter 35) turns cuDNN's attention off inside its block on CUDA
     only, and puts back what was there, also after an error; fit and the decoding hold it
     while they run, and nothing else in the package touches the switch (issue 47)."""
     from transformer_lit import machine

@@ -1,4 +1,4 @@
-"""Training runs you can trust (chapter 31's `train`, chapter 13's `fit`): periodic checkpoints,
+"""Training runs you can trust (chapter 32's `train`, chapter 13's `fit`): periodic checkpoints,
 signals, validated settings, bit-exact resume, no silent overwrite. On the synthetic corpus of
 synthetic.py written into a temporary cache, so no network is needed. `train` runs in this
 process through `main`, except where a process of its own is the point (SIGTERM, kill -9)."""

@@ -55,7 +55,7 @@ QUICK_TAG = "quick-ignore-output"
 # one thread per kernel; measured 2026-11-26: 19_your_model 68 s, 13_training 54 s,
 # 16_inference 34 s; the others from earlier runs): started first, they do not leave one
 # worker running alone at the end.
-SLOW = ("19_your_model", "13_training", "25_speed", "26_fast_decoding", "12_data", "31_cli", "16_inference",
+SLOW = ("19_your_model", "13_training", "25_speed", "26_fast_decoding", "12_data", "32_cli", "16_inference",
         "09_transformer", "20_analysis", "11_corpus", "29_argos", "28_huggingface",
         "18_pretrained")
 GROUP = 4  # the other notebooks, this many to one pytest run

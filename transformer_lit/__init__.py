@@ -38,12 +38,12 @@ Speed and serving
   export          27  the model for CTranslate2
   huggingface     28  the model as a Hugging Face folder
   argos           29  the model for Argos Translate and LibreTranslate
-  cli.export      30  transformer-lit export
-  cli             31  the transformer-lit command
+  cli.export      31  transformer-lit export
+  cli             32  the transformer-lit command
 Reference
-  files           33  the cache folder, a file's hash, atomic writes, bounded reads
-  machine         34  which processor; the GPU attention setting, scoped
-  validate        35  argument checks: one rule per kind of value, one error class
+  files           34  the cache folder, a file's hash, atomic writes, bounded reads
+  machine         35  which processor; the GPU attention setting, scoped
+  validate        36  argument checks: one rule per kind of value, one error class
 
 Errors and warnings. A caller's mistake in an argument (its type, range, shape or
 choice) is an ArgumentError wherever the package raises it, and names the argument;

@@ -179,7 +179,7 @@ def _write_tree(model: Transformer, tokenizer: SubwordTokenizer, folder: Path) -
 
 # %% ../nbs/29_argos.ipynb #52d2d4cc
 def _zip_atomically(folder: Path, out: Path) -> None:
-    """Zip folder's files under FOLDER/ into out through chapter 33's write_atomically:
+    """Zip folder's files under FOLDER/ into out through chapter 34's write_atomically:
     no half-written package, and a failure leaves out as it was."""
 
     def zip_into(f: IO[bytes]) -> None:

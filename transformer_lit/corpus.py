@@ -47,7 +47,7 @@ ENGLISH, FRENCH = "4", "l"  # bbName of the World English Bible and of Louis Seg
 # %% ../nbs/11_corpus.ipynb #ecb9bddc
 class CorpusError(CacheError):
     """The corpus could not be fetched or failed its integrity check; the message says
-    what to do. A kind of chapter 33's CacheError: what the cache holds is unusable."""
+    what to do. A kind of chapter 34's CacheError: what the cache holds is unusable."""
 
 
 def unwritable(folder: Path, e: OSError) -> CorpusError:

@@ -252,7 +252,7 @@ _LOCK_WAIT_S = 30.0
 
 
 def _lock_path(out: Path) -> Path:
-    """The lock file of exports into out's folder (chapter 33's take_lock): a file of
+    """The lock file of exports into out's folder (chapter 34's take_lock): a file of
     its own, so that a user's `flock DIR` around the command is not taken for one."""
     return out.parent / f".{out.name[:64]}.transformer-lit-export.lock"
 

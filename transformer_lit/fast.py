@@ -148,7 +148,7 @@ def onednn_available() -> bool:
 
 def use_onednn_products(model: nn.Module) -> bool:
     """Whether the fast step multiplies by oneDNN: float32 weights on the CPU, torch on
-    one thread, oneDNN available, no autocast, and a processor on which chapter 34's
+    one thread, oneDNN available, no autocast, and a processor on which chapter 35's
     rule (onednn_faster) says oneDNN's training products are faster."""
     p = next(model.parameters())
     return (

@@ -41,7 +41,7 @@ ONEDNN_MIN_ROWS = 4
 def use_onednn(model: Transformer, rows: int, kind: str = "decode") -> bool:
     """Whether FastDecoder should multiply by oneDNN's prepacked matrices: from 4 rows a
     step, float32 on a CPU with oneDNN and both of its operators (onednn_available), no
-    autocast, and a processor where chapter 34's rule says they are faster (kind
+    autocast, and a processor where chapter 35's rule says they are faster (kind
     'decode': the layers' products; 'logits': the output projection)."""
     check_choice("kind", kind, ("decode", "logits"))
     p = next(model.parameters())

@@ -525,7 +525,7 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
         chunk = order[k : k + batch_size]
         src = _pad_rows([ids[i] for i in chunk], model.config.pad_id).to(device)
         limit = torch.tensor([limits[i] for i in chunk], device=device)
-        with autocast_for(device), attention_policy(device):  # chapters 10, 34
+        with autocast_for(device), attention_policy(device):  # chapters 10, 35
             rows = decode(src, limit)
         for r, i in enumerate(chunk):
             out = rows[r][1 : 1 + limits[i]]  # tokenizer.decode stops at eos

@@ -285,7 +285,7 @@ RUN_MARKER = ".transformer-lit-run"
 
 
 def lock_folder(folder: Path) -> int:
-    """Take folder's lock: chapter 33's take_lock on folder/LOCK_FILE, refused at once
+    """Take folder's lock: chapter 34's take_lock on folder/LOCK_FILE, refused at once
     (LockBusy naming the holder) if another process has it. Returns its fd."""
     return take_lock(folder / LOCK_FILE, str(folder), wait=0)
 

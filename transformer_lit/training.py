@@ -278,7 +278,7 @@ def fit(
             f"and {len(valid)}"
         )
     state, device = state or TrainState(), next(model.parameters()).device
-    with attention_policy(device):  # cuDNN attention off while fit runs (ch. 34)
+    with attention_policy(device):  # cuDNN attention off while fit runs (ch. 35)
         forward = _forward_for(model, settings, parallel)
         valid_batches = [
             b.to(device) for b in make_batches(valid, settings.max_tokens, 0)

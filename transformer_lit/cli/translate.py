@@ -103,7 +103,7 @@ def add_translate_command(
 ) -> None:
     """The `translate` subcommand and its options. decoder_for(model) gives the decoder
     for translate(..., decoder=...) and pick greedy's choice of token; left out, chapter
-    15's plain cached step and the argmax (chapter 31 passes chapter 26's faster ones,
+    15's plain cached step and the argmax (chapter 32 passes chapter 26's faster ones,
     which write the same tokens)."""
     p = commands.add_parser(
         "translate",
