@@ -1,5 +1,5 @@
-"""How much a reader of the core meets: chapters 01-20, the notebooks that _toc.yml lists
-before its "Engineering" part, counted in reading order (issue 57's targets).
+"""How much a reader of the core meets: chapters 01-20, the notebooks that _toc.yml
+lists before its "Engineering" part, counted in reading order (issue 57's targets).
 
 Usage: python tools/core_size.py
 
