@@ -38,6 +38,7 @@ Speed and serving
   export          27  the model for CTranslate2
   huggingface     28  the model as a Hugging Face folder
   argos           29  the model for Argos Translate and LibreTranslate
+  onnx_export     30  the model as ONNX graphs, for onnxruntime and the browser
   cli.export      31  transformer-lit export
   cli             32  the transformer-lit command
 Reference
