@@ -190,7 +190,9 @@ class Transformer(nn.Module):
             )
         # (B, T) -> (B, T, D)
         y = self.pos(self.tgt_embed(tgt) * math.sqrt(self.config.d_model))
-        tgt_mask = causal_mask(tgt.shape[1], tgt.device)  # (T, T)
+        # (T, T): with right padding, causal alone hides every padding key from every
+        # real query; padding queries' outputs are left out of the loss (chapter 04)
+        tgt_mask = causal_mask(tgt.shape[1], tgt.device)
         return self.decoder(y, memory, tgt_mask, padding_mask(src, self.config.pad_id))
 
     def project(self, h: Tensor) -> Tensor:
