@@ -107,6 +107,35 @@ def test_standard_input_is_translated_as_it_arrives(model_pt):
     assert proc.returncode == 0
 
 
+@pytest.mark.parametrize("nonblocking", [False, True])
+def test_a_pause_in_standard_input_is_answered_at_the_default_batch_size(model_pt, nonblocking):
+    """Issue 61: a stream that stays open (a terminal, `tail -f`, a program waiting for each
+    answer) got nothing until 64 lines had arrived; what has arrived is answered when the
+    input pauses, also from a descriptor the parent left non-blocking."""
+    read_end, write_end = os.pipe()
+    if nonblocking:
+        os.set_blocking(read_end, False)
+    proc = subprocess.Popen(COMMAND + ["translate", "--device", "cpu", "--checkpoint", str(model_pt)],
+                            stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            bufsize=0, env=env())
+    os.close(read_end)
+    out = b""
+    try:
+        for lines in (["God said."], ["Naomi said.", "", "Ruth said."]):
+            os.write(write_end, "".join(f"{line}\n" for line in lines).encode())
+            wanted = out.count(b"\n") + len(lines)
+            while out.count(b"\n") < wanted:   # the input is still open
+                ready, _, _ = select.select([proc.stdout], [], [], 120)
+                assert ready, f"no translation while standard input stays open: {out!r}"
+                out += os.read(proc.stdout.fileno(), 1 << 16)
+            assert out.count(b"\n") == wanted
+    finally:
+        os.close(write_end)
+        proc.wait(timeout=120)
+    assert proc.returncode == 0 and proc.stdout.read() == b""
+    assert len(out.splitlines()) == 4 and out.splitlines()[2] == b""   # the blank line stays
+
+
 def bounded() -> None:
     """In the child: 2 GiB of address space, and SIGINT as a terminal sends it (a pytest-xdist worker
     ignores it, and a child would inherit that)."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import os
+import select
 import sys
 import unicodedata
 import warnings
@@ -129,9 +131,9 @@ def add_translate_command(
     )
 
 # %% ../../nbs/24_cli_translate.ipynb #29a1d826
-def _sentences(args: argparse.Namespace) -> Iterator[tuple[int, str]]:
-    """(line number, sentence) for the arguments, or for standard input as its lines
-    arrive; blank lines give ''."""
+def _sentences(args: argparse.Namespace, stream: Any) -> Iterator[tuple[int, str]]:
+    """(line number, sentence) for the arguments, or for stream (standard input, as
+    _input gives it) as its lines arrive; blank lines give ''."""
     if args.sentences:
         for n, s in enumerate(args.sentences, start=1):
             try:  # Python keeps an argument's bytes that are not UTF-8 as surrogates
@@ -143,8 +145,6 @@ def _sentences(args: argparse.Namespace) -> Iterator[tuple[int, str]]:
                 ) from None
         yield from enumerate((s.strip() for s in args.sentences), start=1)
         return
-    # bytes, so that bad UTF-8 can be named by line; a line is yielded as it arrives
-    stream = getattr(sys.stdin, "buffer", None) or sys.stdin
     if stream is None:  # started with standard input closed (<&-)
         raise CliError("standard input is closed: give the sentences as arguments")
     for n, (line, cut) in enumerate(_read_lines(stream), start=1):
@@ -191,15 +191,61 @@ def _read_lines(stream: Any) -> Iterator[tuple[bytes | str, bool]]:
         yield line, cut
 
 
+class _Lines:
+    """Standard input's lines, read from its file descriptor into a buffer of our own,
+    so that `ready` can tell, without waiting, whether the next line has arrived."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buf, self.ended = fd, bytearray(), False
+
+    def readline(self, limit: int) -> bytes:
+        "The next line, newline kept, cut to limit bytes; b'' at the end of the input."
+        while (end := self.buf.find(b"\n", 0, limit)) < 0:
+            if len(self.buf) >= limit or self.ended:
+                end = min(limit, len(self.buf)) - 1
+                break
+            self.buf += self._read()
+        line = bytes(self.buf[: end + 1])
+        del self.buf[: end + 1]
+        return line
+
+    def _read(self) -> bytes:
+        "The next bytes, waited for (even on a descriptor left non-blocking)."
+        while True:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                select.select([self.fd], [], [])
+                continue
+            self.ended = not chunk
+            return chunk
+
+    def ready(self) -> bool:
+        "Whether readline would return without waiting for more input."
+        if self.ended or b"\n" in self.buf:
+            return True
+        return bool(select.select([self.fd], [], [], 0)[0])
+
+
+def _input() -> Any:
+    """Standard input as bytes: a _Lines where it has a file descriptor (the command),
+    else its own buffer (a notebook's or a test's stand-in); None where it is closed."""
+    stream = getattr(sys.stdin, "buffer", None) or sys.stdin
+    try:
+        return _Lines(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return stream
+
+
 def _batches(
-    lines: Iterable[tuple[int, str]], size: int
+    lines: Iterable[tuple[int, str]], size: int, ready: Callable[[], bool] | None = None
 ) -> Iterator[list[tuple[int, str]]]:
-    """Groups of `size` lines, each yielded as soon as it is full (the last may be
-    short)."""
+    """Groups of `size` lines, each yielded as soon as it is full, or as soon as the
+    input pauses (ready() False: the next line is not there); the last may be short."""
     batch = []
     for line in lines:
         batch.append(line)
-        if len(batch) == size:
+        if len(batch) == size or (ready is not None and not ready()):
             yield batch
             batch = []
     if batch:
@@ -282,8 +328,12 @@ def run_translate(args: argparse.Namespace) -> int:
     name = "SENTENCE" if args.sentences else "line"
     if hasattr(sys.stdout, "reconfigure"):  # a text the terminal's encoding lacks: \xe8
         sys.stdout.reconfigure(errors="backslashreplace")
+    # bytes, so that bad UTF-8 can be named by line; a batch is decoded when it is full
+    # or when the input pauses (a terminal, `tail -f`, a program waiting for answers)
+    stream = None if args.sentences else _input()
+    ready = getattr(stream, "ready", None)
     waiting, seen = 0, False  # blank lines before the first sentence wait for it
-    for batch in _batches(_sentences(args), args.batch_size):
+    for batch in _batches(_sentences(args, stream), args.batch_size, ready):
         if not seen and not any(s for _, s in batch):
             waiting += len(batch)
             continue
