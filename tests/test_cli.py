@@ -449,3 +449,19 @@ def test_plain_takes_the_plain_routes(tmp_path, capsys, fake_corpus, monkeypatch
     assert calls == []
     status, _, err = run(["translate", "--checkpoint", str(out), "God said."], capsys)
     assert status == 0 and "fast_step" in calls, err   # without --plain: the fast routes
+
+
+# --- names that would command the terminal ---------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["translate", "--checkpoint", "m\x1b]0;owned\x07.pt", "God said."],
+    ["export", "ctranslate2", "out\x1b[2J", "--checkpoint", "m\x1b]0;owned\x07.pt"],
+    ["train", "--out", "out\x1b[2J", "--resume"],
+], ids=["translate", "export", "train"])
+def test_a_file_name_with_terminal_escapes_is_shown_escaped(argv, tmp_path, monkeypatch, capsys):
+    """Issue 61: `$'m\\e]0;owned\\a.pt'` (sets the terminal's title) and `$'out\\e[2J'` (clears
+    the screen) were echoed raw in the one-line errors; they are escaped as translations are."""
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run(argv, capsys)
+    assert status == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b" in err, err

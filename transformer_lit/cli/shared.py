@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,10 +28,10 @@ from ..pretrained import load_pretrained
 from ..training import TrainState
 
 # %% auto #0
-__all__ = ['USER_ERROR', 'OPTION_NAMES', 'CliError', 'report', 'as_options', 'out_of_memory', 'check_compiler', 'Interrupted',
-           'signals_interrupt', 'pick_device', 'add_device_options', 'device_from_args', 'version_codes',
-           'read_checkpoint', 'damaged', 'tokenizer_from', 'add_checkpoint_option', 'load_model', 'checked_state',
-           'load_optimizer', 'saved_state']
+__all__ = ['USER_ERROR', 'UNPRINTABLE', 'BIDI_CONTROLS', 'OPTION_NAMES', 'CliError', 'printable', 'report', 'as_options',
+           'out_of_memory', 'check_compiler', 'Interrupted', 'signals_interrupt', 'pick_device', 'add_device_options',
+           'device_from_args', 'version_codes', 'read_checkpoint', 'damaged', 'tokenizer_from', 'add_checkpoint_option',
+           'load_model', 'checked_state', 'load_optimizer', 'saved_state']
 
 # %% ../../nbs/22_cli_shared.ipynb #7d7361c9
 USER_ERROR = 2  # the exit status of a mistake the user can fix, as argparse's
@@ -41,11 +42,29 @@ class CliError(Exception):
     exit status 2."""
 
 
+# what would move the cursor, start a line or command the terminal, or reorder the text
+# it shows: control characters (newline, tab, escape, bell...), the line and paragraph
+# separators, and the bidirectional embeddings, overrides and isolates
+UNPRINTABLE = {"Cc", "Zl", "Zp"}
+BIDI_CONTROLS = {*range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+
+
+def printable(text: str) -> str:
+    """text as one line that shows what it holds: each character of UNPRINTABLE's
+    categories or of BIDI_CONTROLS escaped as Python writes it (\\x1b, \\u2028)."""
+    return "".join(
+        ascii(ch)[1:-1]
+        if unicodedata.category(ch) in UNPRINTABLE or ord(ch) in BIDI_CONTROLS
+        else ch
+        for ch in text
+    )
+
+
 def report(command: str, error: CliError) -> int:
-    """Print error on standard error as one line, `transformer-lit COMMAND: error: ...`;
-    return the exit status, 2."""
+    """Print error on standard error as one line, `transformer-lit COMMAND: error: ...`,
+    printable (a file name can hold a terminal's escapes); return the exit status, 2."""
     message = " ".join(str(error).split())  # one line, even if the message had several
-    print(f"transformer-lit {command}: error: {message}", file=sys.stderr)
+    print(f"transformer-lit {command}: error: {printable(message)}", file=sys.stderr)
     return USER_ERROR
 
 
@@ -251,8 +270,8 @@ def _checked_model(
     ckpt = read_checkpoint(path) if ckpt is None else ckpt
     if "sha256" not in ckpt:  # a file without checksums: say so, check what can be
         print(
-            f"transformer-lit: warning: {path} has no checksum of its entries (an "
-            "older file): only its weights are checked",
+            f"transformer-lit: warning: {printable(str(path))} has no checksum of its "
+            "entries (an older file): only its weights are checked",
             file=sys.stderr,
         )
     if "tokenizer" not in ckpt:

@@ -10,14 +10,13 @@ import codecs
 import os
 import select
 import sys
-import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from transformer_lit.cli.shared import (
     CliError, add_checkpoint_option, add_device_options, as_options, device_from_args,
-    load_model, out_of_memory,
+    load_model, out_of_memory, printable,
 )
 from ..data import SubwordTokenizer
 from transformer_lit.inference import (
@@ -27,8 +26,8 @@ from transformer_lit.inference import (
 from ..model import Transformer
 
 # %% auto #0
-__all__ = ['TranslateFn', 'LINE_BYTES', 'LINE_END_BYTES', 'UNPRINTABLE', 'BIDI_CONTROLS', 'add_decoding_options',
-           'translator_from_args', 'add_translate_command', 'printable', 'warning_line', 'run_translate']
+__all__ = ['TranslateFn', 'LINE_BYTES', 'LINE_END_BYTES', 'add_decoding_options', 'translator_from_args', 'add_translate_command',
+           'warning_line', 'run_translate']
 
 # %% ../../nbs/24_cli_translate.ipynb #69bf4c69
 # model, tokenizer, sentences -> texts
@@ -250,24 +249,6 @@ def _batches(
             batch = []
     if batch:
         yield batch
-
-# %% ../../nbs/24_cli_translate.ipynb #4ed9ba30
-# what would move the cursor, start a line or command the terminal, or reorder the text
-# it shows: control characters (newline, tab, escape, bell...), the line and paragraph
-# separators, and the bidirectional embeddings, overrides and isolates
-UNPRINTABLE = {"Cc", "Zl", "Zp"}
-BIDI_CONTROLS = {*range(0x202A, 0x202F), *range(0x2066, 0x206A)}
-
-
-def printable(text: str) -> str:
-    """text as one line that shows what it holds: each character of UNPRINTABLE's
-    categories or of BIDI_CONTROLS escaped as Python writes it (\\x1b, \\u2028)."""
-    return "".join(
-        ascii(ch)[1:-1]
-        if unicodedata.category(ch) in UNPRINTABLE or ord(ch) in BIDI_CONTROLS
-        else ch
-        for ch in text
-    )
 
 # %% ../../nbs/24_cli_translate.ipynb #2a38a7c2
 def warning_line(message: Warning, lines: list[int], name: str) -> str:
