@@ -34,6 +34,7 @@ FLOORS = {
     "export": 12,                                               # other engines
     "huggingface": 13, "argos": 13,                             # built on export
     "cli.shared": 14,                                           # the command line
+    "onnx_export": 14,                                          # built on huggingface's tokenizer
     "cli.train": 15, "cli.translate": 15, "cli.export": 15,
     "cli": 16, "cli.__main__": 17,
 }
