@@ -374,7 +374,7 @@ def architecture() -> Svg:
     svg.rect(frame, FRAME, FRAME_EDGE, rx=10, solid=False, name="decoder layer")
     svg.text(frame.right + 14, frame.cy, "× N", LABEL, bold=True, anchor="start")
     svg.box(self_attn, ATTN, ["masked multi-head", "self-attention"],
-            note="mask: causal & padding")
+            note="mask: causal")
     svg.box(an1, NORM, "add & norm")
     svg.box(cross, ATTN, ["multi-head", "cross-attention"], note="mask: source padding")
     svg.box(an2, NORM, "add & norm")
@@ -720,8 +720,8 @@ def encoder_layer() -> Svg:
 def decoder_layer() -> Svg:
     svg = Svg(700, "The decoder layer, post-norm and pre-norm", (
         "One decoder layer drawn twice, data flowing upwards. Left, post-norm as in the "
-        "paper: masked multi-head self-attention over the target (mask: causal and "
-        "padding), add, LayerNorm; cross-attention whose queries come from the decoder and "
+        "paper: masked multi-head self-attention over the target (mask: causal), add, "
+        "LayerNorm; cross-attention whose queries come from the decoder and "
         "whose keys and values come from the encoder's memory (mask: source padding), add, "
         "LayerNorm; the feed-forward network, add, LayerNorm. Right, pre-norm "
         "(norm_first=True): LayerNorm before each sub-layer (the memory enters unnormalised "
@@ -732,7 +732,7 @@ def decoder_layer() -> Svg:
                       "input and output (B, T, D), memory (B, S, D); dropout not drawn")
     subs = [Sub(("feed-forward",), FFN, "D → F → D"),
             Sub(("multi-head", "cross-attention"), ATTN, "mask: source padding", "query", 66),
-            Sub(("masked multi-head", "self-attention"), ATTN, "mask: causal & padding",
+            Sub(("masked multi-head", "self-attention"), ATTN, "mask: causal",
                 "three", 66)]
     bottom = 0.0
     for cx, title, first in ((200, "post-norm (the paper)", False),
@@ -757,8 +757,8 @@ def attention_sites_masks() -> Svg:
         "keys, blue means may attend (True), grey blocked (False). Encoder self-attention: "
         "source queries and keys, padding_mask(src, pad), shape (B, 1, 1, S): the two padding "
         "columns are blocked for every row. Decoder masked self-attention: target queries and "
-        "keys, padding_mask(tgt, pad) & causal_mask(T), shape (B, 1, T, T): the lower "
-        "triangle without the padding columns. Cross-attention: target queries, keys and "
+        "keys, causal_mask(T), shape (T, T): the lower triangle, whose four real rows "
+        "already block the two padding columns. Cross-attention: target queries, keys and "
         "values from the encoder's memory, padding_mask(src, pad), shape (B, 1, 1, S): every "
         "target row sees the three real source tokens."))
     top = svg.heading("Three attention sites, three masks", "rows: queries · columns: keys")
@@ -770,15 +770,13 @@ def attention_sites_masks() -> Svg:
     src = ["the", "cat", "sat", "<pad>", "<pad>"]
     tgt = ["<s>", "le", "chat", "s’assit", "<pad>", "<pad>"]
     src_real = [t != "<pad>" for t in src]
-    tgt_real = [t != "<pad>" for t in tgt]
-    causal_and_padding = [[real and j <= i for j, real in enumerate(tgt_real)]
-                          for i in range(len(tgt))]
+    causal = [[j <= i for j in range(len(tgt))] for i in range(len(tgt))]
     sites = [
         ("encoder self-attention", "source", "source", "padding_mask(src, pad)",
          "(B, 1, 1, S) → scores (B, H, S, S)", src, src, [src_real] * len(src)),
         ("decoder masked self-attention", "target", "target",
-         "padding_mask(tgt, pad) & causal_mask(T)", "(B, 1, T, T) → scores (B, H, T, T)",
-         tgt, tgt, causal_and_padding),
+         "causal_mask(T)", "(T, T) → scores (B, H, T, T)",
+         tgt, tgt, causal),
         ("decoder cross-attention", "target", "memory (source)", "padding_mask(src, pad)",
          "(B, 1, 1, S) → scores (B, H, T, S)", tgt, src, [src_real] * len(tgt)),
     ]
