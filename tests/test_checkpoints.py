@@ -290,6 +290,26 @@ def test_a_damaged_checkpoint_does_not_resume(resumable, capsys, entry, value):
 
 
 @pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("what", ["moments", "betas", "eps"])
+def test_a_resigned_optimizer_that_is_not_finite_is_damaged(resumable, capsys, what):
+    """Issue 61: moments or betas made NaN in a re-signed checkpoint.pt ended in "the loss
+    is nan ... lower the learning rate", blaming the user's settings; the entry is damaged."""
+    path = resumable / "checkpoint.pt"
+    optimizer = load_checkpoint(path)["optimizer"]
+    group = optimizer["param_groups"][0]
+    if what == "moments":
+        moments = next(iter(optimizer["state"].values()))
+        moments["exp_avg_sq"] = torch.full_like(moments["exp_avg_sq"], float("nan"))
+    elif what == "betas":
+        group["betas"] = (float("nan"), group["betas"][1])
+    else:
+        group["eps"] = float("inf")
+    altered(path, path, optimizer=optimizer)
+    argv = ["train", "--steps", "4", "--out", str(resumable), "--resume", "--quiet"]
+    assert_one_line_error(*run(argv, capsys), "damaged", "'optimizer'", "finite")
+
+
+@pytest.mark.usefixtures("one_thread")
 def test_a_changed_weight_is_refused_and_old_checkpoints_still_load(model_pt, tmp_path, capsys):
     raw = bytearray(model_pt.read_bytes())
     with zipfile.ZipFile(model_pt) as zf:

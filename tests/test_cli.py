@@ -17,7 +17,7 @@ import transformer_lit.cli as cli
 from transformer_lit.checkpoints import load_checkpoint
 from transformer_lit.cli.shared import device_from_args
 
-from synthetic import COMMAND, ENGLISH, assert_one_line_error, run, sealed
+from synthetic import COMMAND, ENGLISH, assert_one_line_error, env, run, sealed
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 
@@ -465,3 +465,29 @@ def test_a_file_name_with_terminal_escapes_is_shown_escaped(argv, tmp_path, monk
     status, out, err = run(argv, capsys)
     assert status == 2 and out == "" and len(err.splitlines()) == 1, err
     assert "\x1b" not in err and "\x07" not in err and "\\x1b" in err, err
+
+
+# --- a checkpoint the user may not read -------------------------------------------------------------
+
+FORBID = """
+import sys
+def forbid(event, args):   # a file system that refuses to open the named file (we run as root)
+    if event == "open" and str(args[0]).endswith({name!r}):
+        raise PermissionError(13, "Permission denied", str(args[0]))
+sys.addaudithook(forbid)
+from transformer_lit.cli import main
+sys.exit(main({argv!r}))
+"""
+
+
+@pytest.mark.parametrize("forbidden", ["model.pt", "model.safetensors", "config.json"])
+def test_a_checkpoint_the_user_may_not_read_is_one_line_naming_it(forbidden, model_pt, tiny_run):
+    """Issue 61: an unreadable model.pt said "not a checkpoint that torch.load can read
+    (PermissionError)", as if the file were damaged; the system's words and the file now."""
+    path = model_pt if forbidden == "model.pt" else tiny_run
+    argv = ["translate", "--device", "cpu", "--checkpoint", str(path), "God said."]
+    code = FORBID.format(name=forbidden, argv=argv)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env=env())
+    assert_one_line_error(r.returncode, r.stdout, r.stderr, "Permission denied", forbidden)
+    assert "torch.load" not in r.stderr and "damaged" not in r.stderr, r.stderr

@@ -237,6 +237,10 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     _check_stored(path)
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except OSError as e:
+        if e.errno is not None:  # the system's refusal (no permission, an I/O error)
+            raise
+        raise CheckpointError(f"{path} is not a checkpoint ({e})") from e
     except Exception as e:
         # torch's own message suggests weights_only=False, exactly what a file
         # of unknown origin must not get

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ from transformer_lit.checkpoints import (
 )
 from ..corpus import VERSIONS
 from ..data import PAD_ID, SubwordTokenizer
+from ..files import reason
 from ..model import Transformer
 from ..pretrained import load_pretrained
 from ..training import TrainState
@@ -196,11 +198,13 @@ def version_codes(language: str) -> Callable[[str], tuple[str, ...]]:
 
 # %% ../../nbs/22_cli_shared.ipynb #65022698
 def read_checkpoint(path: Path) -> dict:
-    "load_checkpoint, with its refusals turned into CliErrors."
+    "load_checkpoint, with its refusals and the system's turned into CliErrors."
     try:
         return load_checkpoint(path)
     except (FileNotFoundError, ValueError) as e:
         raise CliError(str(e)) from e
+    except OSError as e:  # a file the user may not read, a failing disk
+        raise CliError(f"cannot read {path} ({reason(e)})") from e
 
 
 @contextlib.contextmanager
@@ -326,14 +330,21 @@ def checked_state(state: TrainState) -> TrainState:
 
 
 def load_optimizer(optimizer: torch.optim.Optimizer, saved: dict, path: Path) -> None:
-    "Put back the optimizer's saved state, checked against the parameters' shapes."
+    """Put back the optimizer's saved state, checked against the parameters' shapes,
+    its moments and settings finite (a NaN there is a damaged file, not a high rate)."""
     with damaged(path, "optimizer"):
         optimizer.load_state_dict(saved)
         for group in optimizer.param_groups:
+            numbers = [v for k, v in group.items() if k != "params"]
+            numbers = [x for v in numbers for x in (v if isinstance(v, tuple) else [v])]
+            if any(isinstance(x, float) and not math.isfinite(x) for x in numbers):
+                raise CheckpointError("its settings are not finite")
             for p in group["params"]:
                 for t in optimizer.state.get(p, {}).values():
                     if torch.is_tensor(t) and t.dim() and t.shape != p.shape:
                         raise CheckpointError("its moments do not fit the model")
+                    if torch.is_tensor(t) and not torch.isfinite(t).all():
+                        raise CheckpointError("its moments are not finite")
 
 
 def saved_state(path: Path, ckpt: dict, model: Transformer) -> TrainState:
