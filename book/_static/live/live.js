@@ -24,9 +24,8 @@ const STRINGS = {
     layer: "Layer",
     head: "Head",
     mean: "mean",
-    kinds: { cross: "cross-attention (output → source)",
-             self: "decoder self-attention (output → output)",
-             enc: "encoder self-attention (source → source)" },
+    kinds: { cross: "cross-attention", self: "decoder self-attention",
+             enc: "encoder self-attention" },
     axes: { cross: ["output pieces (each row: one step)", "source pieces"],
             self: ["output pieces (each row: one step)", "the decoder's input pieces"],
             enc: ["source pieces (queries)", "source pieces (keys)"] },
@@ -46,9 +45,7 @@ const STRINGS = {
     layer: "层",
     head: "头",
     mean: "平均",
-    kinds: { cross: "交叉注意力（输出 → 源）",
-             self: "解码器自注意力（输出 → 输出）",
-             enc: "编码器自注意力（源 → 源）" },
+    kinds: { cross: "交叉注意力", self: "解码器自注意力", enc: "编码器自注意力" },
     axes: { cross: ["输出词元（每行一步）", "源词元"],
             self: ["输出词元（每行一步）", "解码器的输入词元"],
             enc: ["源词元（查询）", "源词元（键）"] },
@@ -84,28 +81,31 @@ async function load() {
   ]);
   ort.env.wasm.numThreads = 1;   // GitHub Pages cannot send the headers threads need
   ort.env.wasm.proxy = false;
+  ort.env.logLevel = "error";
   ort.env.wasm.wasmPaths = new URL("runtime/", ASSETS).href;
-  const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
-  const modelUrl = (name) => new URL(`model/${name}`, ASSETS).href;
-  const [encoder, decoder] = await Promise.all(
-    ["encoder.onnx", "decoder.onnx"].map((n) => ort.InferenceSession.create(
-      modelUrl(n), { ...options, externalData: external(web, n, modelUrl) })));
+  // both graphs read their weights from one file (chapter 30): fetched once, for both
+  const externalData = [];
+  const weights = Object.keys(web.files).filter((n) => !/\.(onnx|json|md)$/.test(n));
+  for (const name of weights) {
+    const r = await fetch(new URL(`model/${name}`, ASSETS));
+    if (!r.ok) throw new Error(`${name}: HTTP ${r.status}`);
+    externalData.push({ path: name, data: new Uint8Array(await r.arrayBuffer()) });
+  }
+  // logSeverityLevel 3: errors only (onnxruntime writes its warnings as errors)
+  const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all",
+                    logSeverityLevel: 3, externalData };
+  const [encoder, decoder] = await Promise.all(["encoder.onnx", "decoder.onnx"].map(
+    (n) => ort.InferenceSession.create(new URL(`model/${n}`, ASSETS).href, options)));
   const tokenizer = new tk.Tokenizer(tokJson, {});
   const seconds = (performance.now() - t0) / 1000;
   return { ort, web, encoder, decoder, tokenizer, seconds };
 }
 
-function external(web, graph, modelUrl) {
-  // the weights a graph keeps outside itself, as web.json lists them (none if it lists
-  // none)
-  const files = (web.external_data && web.external_data[graph]) || [];
-  return files.map((name) => ({ path: name, data: modelUrl(name) }));
-}
-
-function outputLimit(S, maxLen) {
-  // the package's inference.output_limit: 1.5 times the source's pieces plus 10, at
-  // most max_len - 1
-  return Math.min(S + Math.floor(S / 2) + 10, maxLen - 1);
+function outputLimit(web, S) {
+  // the package's inference.output_limit, as web.json states it: 1.5 times the source's
+  // ids (</s> included) plus 10, at most max_len - 1
+  const rule = web.max_new_tokens;
+  return Math.min(S + Math.floor(S / 2) + rule.plus, rule.cap);
 }
 
 function argmax(a) {
@@ -132,7 +132,7 @@ async function translate(m, text) {
   const { ort, web } = m;
   const L = web.n_layers, H = web.n_heads, Dh = web.d_head;
   const src = m.tokenizer.encode(text, { add_special_tokens: false }).ids
-    .slice(0, web.max_len - 1).concat([web.eos_id]);
+    .slice(0, web.max_source_pieces).concat([web.eos_id]);
   const S = src.length;
   const enc = await m.encoder.run({
     src: new ort.Tensor("int64", BigInt64Array.from(src, BigInt), [1, S]) });
@@ -141,7 +141,7 @@ async function translate(m, text) {
   let selfV = selfK;
   const out = [], crossRows = [], selfRows = [];
   let token = web.bos_id, ended = false;
-  for (let p = 0; p < outputLimit(S, web.max_len); p++) {
+  for (let p = 0; p < outputLimit(web, S); p++) {
     const r = await m.decoder.run({
       token: new ort.Tensor("int64", BigInt64Array.of(BigInt(token)), [1, 1]),
       position: new ort.Tensor("int64", BigInt64Array.of(BigInt(p)), [1]),
@@ -212,8 +212,10 @@ function draw(state) {
   const { result, web } = state;
   const canvas = $("live-attention");
   const kind = $("live-kind").value;
-  const layer = Number($("live-layer").value), head = Number($("live-head").value);
-  const rows = weightsOf(result, web, kind, layer, head);
+  // the option values are the labels: "mean", or the layer's or head's number from 1
+  const layer = $("live-layer").value, head = $("live-head").value;
+  const index = (v) => (v === "mean" ? -1 : Number(v) - 1);
+  const rows = weightsOf(result, web, kind, index(layer), index(head));
   const [rowLabels, colLabels] = labelsOf(result, web, kind);
   const ctx = canvas.getContext("2d");
   const font = "12px system-ui, sans-serif";
@@ -244,7 +246,7 @@ function draw(state) {
   ctx.font = font;
   ctx.fillStyle = "#222";
   ctx.textBaseline = "middle";
-  const every = Math.ceil(12 / cell);   // a label on each row if it fits, else each k-th
+  const every = Math.ceil(12 / cell);   // a label on each row if it fits, else every k
   const fit = (s, room) => {
     let t = s;
     while (t.length > 1 && ctx.measureText(t).width > room) t = t.slice(0, -1);
@@ -282,9 +284,9 @@ function hover(state, event) {
     ? T.hover(g.rowLabels[i], g.colLabels[j], row[j].toFixed(3)) : "\u00a0";
 }
 
-function fillSelect(select, n, first) {
-  select.replaceChildren(new Option(T.mean, "-1"),
-    ...[...Array(n).keys()].map((i) => new Option(String(i + first), String(i))));
+function fillSelect(select, n) {
+  select.replaceChildren(new Option(T.mean, "mean"),
+    ...[...Array(n).keys()].map((i) => new Option(String(i + 1), String(i + 1))));
 }
 
 function labelWidget(web) {
@@ -295,8 +297,8 @@ function labelWidget(web) {
   $("live-legend").textContent = T.legend;
   const kinds = $("live-kind");
   kinds.replaceChildren(...Object.entries(T.kinds).map(([k, v]) => new Option(v, k)));
-  fillSelect($("live-layer"), web ? web.n_layers : 0, 1);
-  fillSelect($("live-head"), web ? web.n_heads : 0, 1);
+  fillSelect($("live-layer"), web ? web.n_layers : 0);
+  fillSelect($("live-head"), web ? web.n_heads : 0);
 }
 
 async function main() {
