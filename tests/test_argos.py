@@ -213,6 +213,38 @@ def test_failed_write_leaves_nothing(tiny, tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["p.argosmodel"]
 
 
+def test_a_full_temporary_folder_is_named_not_out(tiny, tmp_path, monkeypatch):
+    """Issue 61: with $TMPDIR full, the error named OUT, where nothing had been written yet;
+    the package is put together in the temporary folder first, and the message says so."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+
+    def full(lang: str) -> bytes:
+        raise OSError(28, "No space left on device", str(tmp_path / "tmp" / "x" / "en.onnx"))
+
+    monkeypatch.setattr(argos, "sentence_splitter", full)
+    out = tmp_path / "p.argosmodel"
+    with pytest.raises(OSError) as caught:
+        argos.to_argos(*tiny, out)
+    assert caught.value.filename == str(tmp_path / "tmp") and "TMPDIR" in caught.value.strerror
+    assert not out.exists() and list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_a_failed_write_into_new_folders_names_out_and_leaves_no_folder(tiny, tmp_path, monkeypatch):
+    """Issue 61: `export argos a/b/c/p.argosmodel` on a full disk left a/b/c behind; the
+    folders the export made are removed with its temporary file, and the message names out."""
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(zipfile.ZipFile, "write", full)
+    out = tmp_path / "a" / "b" / "c" / "p.argosmodel"
+    with pytest.raises(OSError) as caught:
+        argos.to_argos(*tiny, out)
+    assert caught.value.filename == str(out) and caught.value.errno == 28
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_offline_home_refuses_other_files(tmp_path):
     other = tmp_path / "x.argosmodel"
     other.write_bytes(b"PK")

@@ -202,14 +202,20 @@ def to_argos(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
         raise ArgumentError(
             f"tokenizer must be a SubwordTokenizer, got {type(tokenizer).__name__}")
     path = check_package_path(out, force)
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
+        try:  # the package is put together in the temporary folder ($TMPDIR) first
             _write_tree(model, tokenizer, Path(tmp))
+        except OSError as e:
+            if e.errno is None:
+                raise
+            said = f"{reason(e)}; the package is put together there first (set TMPDIR)"
+            raise OSError(e.errno, said, tempfile.gettempdir()) from e
+        try:
             _zip_atomically(Path(tmp), path)
-    except OSError as e:  # a full disk: named by out, not by the temporary files
-        if e.errno is None:  # a message of ours (make_folders), which names the path
-            raise
-        raise OSError(e.errno, reason(e), str(path)) from e
+        except OSError as e:  # a full disk: named by out, not by the temporary file
+            if e.errno is None:  # a message of ours (make_folders), naming the path
+                raise
+            raise OSError(e.errno, reason(e), str(path)) from e
     return path
 
 # %% ../nbs/29_argos.ipynb #8568e2d3

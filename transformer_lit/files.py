@@ -21,8 +21,8 @@ from typing import IO
 
 # %% auto #0
 __all__ = ['CACHE_ENV', 'NO_SPACE', 'CacheError', 'cache_dir', 'is_regular', 'open_regular', 'sha256_of', 'reason',
-           'current_umask', 'make_folders', 'write_atomically', 'write_text_atomically', 'read_small_file', 'LockBusy',
-           'take_lock', 'release_lock', 'check_unlocked', 'holding_lock']
+           'current_umask', 'make_folders', 'remove_folders', 'write_atomically', 'write_text_atomically',
+           'read_small_file', 'LockBusy', 'take_lock', 'release_lock', 'check_unlocked', 'holding_lock']
 
 # %% ../nbs/34_files.ipynb #22197856
 CACHE_ENV = "TRANSFORMER_LIT_CACHE"  # the environment variable that moves the cache
@@ -153,10 +153,11 @@ class _Writer:
         return getattr(self.f, name)
 
 
-def make_folders(folder: Path) -> None:
-    """folder and its missing parents, as `mkdir -p` makes them; where a file stands
-    in the way, a FileExistsError naming it ("[Errno 17] File exists: 'a'" did not say
-    what was wrong with a)."""
+def make_folders(folder: Path) -> list[Path]:
+    """folder and its missing parents, as `mkdir -p` makes them; the folders it made,
+    the outermost first. Where a file stands in the way, a FileExistsError naming it
+    ("[Errno 17] File exists: 'a'" did not say what was wrong with a)."""
+    missing = [p for p in [folder, *folder.parents] if not p.exists()][::-1]
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -166,16 +167,31 @@ def make_folders(folder: Path) -> None:
             raise
         made = "" if in_way == folder else f" ({folder} cannot be made)"
         raise FileExistsError(f"{in_way} is a file, not a folder{made}") from None
+    return missing
+
+
+def remove_folders(made: list[Path]) -> None:
+    "Remove the folders make_folders made, innermost first, as long as each is empty."
+    for folder in reversed(made):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (another writer's file), or gone
+            return
 
 
 def write_atomically(path: str | Path, write: Callable[[IO[bytes]], object]) -> Path:
     """Call write(file) on a temporary file beside path, then rename it over path; a
-    failed write raises its OSError and leaves path as it was."""
+    failed write raises its OSError, leaves path as it was and removes the folders
+    it made."""
     path = Path(path)
     if path.is_dir():  # else the rename fails, naming the temporary file
         raise IsADirectoryError(f"{path} is a folder: give the file's name")
-    make_folders(path.parent)
-    fd, tmp = _new_temporary_file(path.parent, path.name)
+    made = make_folders(path.parent)
+    try:
+        fd, tmp = _new_temporary_file(path.parent, path.name)
+    except BaseException:
+        remove_folders(made)
+        raise
     try:
         with os.fdopen(fd, "wb") as f:
             out = _Writer(f)
@@ -196,6 +212,7 @@ def write_atomically(path: str | Path, write: Callable[[IO[bytes]], object]) -> 
         with contextlib.suppress(OSError):  # unless it was swapped: then not ours
             if not stat.S_ISLNK(os.lstat(tmp).st_mode):
                 tmp.unlink()
+        remove_folders(made)
         raise
     return path
 
