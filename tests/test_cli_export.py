@@ -21,10 +21,12 @@ pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 @pytest.mark.parametrize("engine, out, files", [
     ("huggingface", "hf", {"config.json", "model.safetensors", "tokenizer.json", "README.md"}),
     ("argos", "model.argosmodel", None),
+    ("onnx", "onnx", {"encoder.onnx", "decoder.onnx", "weights.bin", "tokenizer.json", "web.json",
+                      "README.md"}),
 ])
 def test_the_export_command_writes_each_engine_and_refuses_in_one_line(model_pt, tmp_path, capsys, engine, out,
                                                                         files):
-    pytest.importorskip("transformers" if engine == "huggingface" else "argostranslate")
+    pytest.importorskip({"huggingface": "transformers", "onnx": "onnx"}.get(engine, "argostranslate"))
     argv = ["export", engine, str(tmp_path / out), "--checkpoint", str(model_pt)]
     status, printed, err = run(argv, capsys)
     assert status == 0 and printed.startswith(f"wrote {tmp_path / out} ("), err
@@ -63,7 +65,40 @@ def test_a_signal_during_an_export_leaves_nothing_behind(tmp_path, sig):
     assert list(tmp_path.iterdir()) == []   # no hidden folder, no OUT
 
 
-@pytest.mark.parametrize("engine", ["ctranslate2", "huggingface", "argos"])
+@pytest.mark.parametrize("engine", ["ctranslate2", "huggingface", "argos", "onnx"])
 def test_an_empty_export_folder_is_refused_by_name(engine, capsys):
     "export ctranslate2 '' was taken as the current folder, where train --out '' is refused."
     assert_one_line_error(*run(["export", engine, ""], capsys), "OUT must name a folder")
+
+
+# --- the onnx target (chapter 30, issue 58) ---------------------------------------------
+
+
+def test_export_onnx_writes_the_shipped_model_for_onnxruntime(tmp_path, capsys):
+    "No --checkpoint: the shipped model, whose folder onnxruntime translates with as translate does."
+    pytest.importorskip("onnxruntime")
+    from transformer_lit.inference import translate
+    from transformer_lit.onnx_export import OnnxTranslator
+    from transformer_lit.pretrained import load_pretrained
+    out = tmp_path / "web"
+    status, printed, err = run(["export", "onnx", str(out)], capsys)
+    assert status == 0 and printed.startswith(f"wrote {out} (weights.bin ") and "README.md" in printed, err
+    assert not err   # no exporter notes, no onnxruntime warnings
+    sentence = "The Lord is my shepherd."
+    assert OnnxTranslator(out, threads=1).translate(sentence) == translate(*load_pretrained(), [sentence])[0]
+
+
+def test_export_onnx_refuses_in_one_line(tmp_path, capsys, model_pt, monkeypatch):
+    pytest.importorskip("onnx")
+    ckpt = ["--checkpoint", str(model_pt)]
+    (tmp_path / "file").write_text("x")
+    assert_one_line_error(*run(["export", "onnx", str(tmp_path / "file"), *ckpt], capsys), "not a folder")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    assert_one_line_error(*run(["export", "onnx", str(tmp_path / "mine"), *ckpt, "--force"], capsys),
+                          "--force replaces only an earlier export")
+    assert_one_line_error(*run(["export", "onnx", str(tmp_path / "x"), "--checkpoint", str(tmp_path / "no.pt")],
+                               capsys), "no.pt")
+    monkeypatch.setitem(sys.modules, "onnx", None)   # the extra not installed
+    assert_one_line_error(*run(["export", "onnx", str(tmp_path / "y"), *ckpt], capsys), "transformer-lit[onnx]")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
