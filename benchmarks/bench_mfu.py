@@ -36,7 +36,7 @@ from transformer_lit.data import Batch
 from transformer_lit.fast import fast_train_step
 from transformer_lit.model import Transformer
 from transformer_lit.recipe import autocast_dtype, make_scaler, preset_config, preset_settings
-from transformer_lit.training import make_optimizer, train_step
+from transformer_lit.training import StepOptions, make_optimizer, train_step
 
 GOAL = 0.35
 # dense bf16 tensor-core peak, FLOP/s, without sparsity: NVIDIA's H100 datasheet (SXM5: 989.4
@@ -97,13 +97,14 @@ def main() -> None:
     flops = {k: counted_flops(model, b, settings, optimizer) for k, b in batches.items()}
     compiled = None if args.no_compile or args.smoke else torch.compile(model)
 
+    scaled, through = StepOptions(scaler=scaler), StepOptions(compiled, scaler)
     steps = {
-        "plain": lambda: train_step(model, batches[1], optimizer, 1e-4, settings, None, scaler),
-        "fast step": lambda: fast_train_step(model, batches[1], optimizer, 1e-4, settings, None, scaler),
-        "plain, 4x batch": lambda: train_step(model, batches[4], optimizer, 1e-4, settings, None, scaler),
+        "plain": lambda: train_step(model, batches[1], optimizer, 1e-4, settings, scaled),
+        "fast step": lambda: fast_train_step(model, batches[1], optimizer, 1e-4, settings, scaled),
+        "plain, 4x batch": lambda: train_step(model, batches[4], optimizer, 1e-4, settings, scaled),
     }
     if compiled is not None:
-        steps["compiled"] = lambda: train_step(model, batches[1], optimizer, 1e-4, settings, compiled, scaler)
+        steps["compiled"] = lambda: train_step(model, batches[1], optimizer, 1e-4, settings, through)
     errors = {}
     for key in list(steps):   # a step that fails here (say, no kernel for this device) is reported, not timed
         try:

@@ -22,6 +22,7 @@ import argparse
 import os
 import statistics
 import time
+from functools import partial
 
 import torch
 
@@ -32,7 +33,7 @@ from transformer_lit.data import make_batches, split_by_book, encode_pairs
 from transformer_lit.model import Transformer
 from transformer_lit.pretrained import load_pretrained
 from transformer_lit.recipe import preset_config, preset_settings
-from transformer_lit.training import make_optimizer, train_step
+from transformer_lit.training import StepOptions, make_optimizer, train_step
 
 
 def time_preset(preset: str, examples, n_batches: int, vocab: int) -> dict:
@@ -56,7 +57,8 @@ def time_preset(preset: str, examples, n_batches: int, vocab: int) -> dict:
             if name == "plain":              # chapter 13's step: nn.Dropout, full grid
                 train_step(model, batch, optimizer, 1e-4, settings)
             else:                            # the caller chooses the products
-                fast.fast_train_step(model, batch, optimizer, 1e-4, settings, onednn=name == "onednn")
+                loss = partial(fast.fast_loss, onednn=name == "onednn")   # fast_train_step's loss
+                train_step(model, batch, optimizer, 1e-4, settings, StepOptions(loss=loss))
             elapsed = time.perf_counter() - start
             if i >= 2:                       # the first two batches warm up
                 seconds[name].append(elapsed)

@@ -48,7 +48,7 @@ from transformer_lit.checkpoints import (
     describe_device,
     save_checkpoint,
 )
-from transformer_lit.training import fit, make_optimizer
+from transformer_lit.training import FitOptions, fit, make_optimizer
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "results" / "ladder_cpu.json"
@@ -102,8 +102,8 @@ def train_rung(n: int, preset: str, english, french, splits, out: Path, max_step
     random.seed(0)
     model = Transformer(config)
     t = time.perf_counter()
-    state = fit(model, make_optimizer(model, settings), train, valid, settings,
-                progress=False, log=lambda s: print(f"rung {n}: {s}", flush=True))
+    state = fit(model, make_optimizer(model, settings), (train, valid), settings,
+                options=FitOptions(progress=False, log=lambda s: print(f"rung {n}: {s}", flush=True)))
     train_minutes = (time.perf_counter() - t) / 60
     averaged = Transformer(config)
     averaged.load_state_dict(average_state_dicts([w for _, w in state.snapshots]))

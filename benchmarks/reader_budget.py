@@ -40,7 +40,7 @@ from transformer_lit.inference import translate  # noqa: E402
 from transformer_lit.model import Transformer  # noqa: E402
 from transformer_lit.recipe import preset_config, preset_settings  # noqa: E402
 from transformer_lit.scoring import corpus_scores  # noqa: E402
-from transformer_lit.training import TrainState, fit, make_optimizer  # noqa: E402
+from transformer_lit.training import FitOptions, TrainState, fit, make_optimizer  # noqa: E402
 
 
 def short(verses, max_words: int | None):
@@ -112,8 +112,8 @@ def main() -> None:
     path = args.out or RESULTS / f"reader_budget_{device.type}.json"
     epoch_tokens = sum(len(x.tgt) + 1 for x in train)
     for steps in args.steps:
-        state = fit(model, optimizer, train, valid, replace(settings, max_steps=steps),
-                    state, progress=False, log=None, finish=False)
+        state = fit(model, optimizer, (train, valid), replace(settings, max_steps=steps),
+                    state, FitOptions(progress=False, log=None, finish=False))
         model.eval()
         start = time.perf_counter()
         hyps = translate(model, tokenizer, sources)

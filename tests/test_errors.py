@@ -78,7 +78,7 @@ def _mistakes():
         ("check_plain_data", lambda: checkpoints.check_plain_data({"v": object()})),
         ("extract_verses versions", lambda: corpus.extract_verses(Path("no.db"), ("zz",))),
         ("fit without pairs", lambda: training.fit(
-            model, training.make_optimizer(model, settings), [], [], settings)),
+            model, training.make_optimizer(model, settings), ([], []), settings)),
         ("memory of another batch", lambda: model.decode(
             torch.ones(1, 3, dtype=torch.long), torch.zeros(1, 4, model.config.d_model),
             torch.ones(1, 5, dtype=torch.long))),

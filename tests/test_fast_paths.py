@@ -16,7 +16,7 @@ from transformer_lit.inference import beam_search, decode_step, greedy_decode, n
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.fast import from_grid, packed_decoder_states, grid_rows, to_grid
 from transformer_lit.recipe import TrainSettings
-from transformer_lit.training import make_optimizer, train_step
+from transformer_lit.training import FitOptions, StepOptions, make_optimizer, train_step
 
 CONFIGS = [
     dict(norm_first=False),
@@ -347,7 +347,7 @@ def test_fast_and_plain_steps_agree_in_float64(norm_first, smoothing):
 
 
 def test_fit_takes_the_step_it_is_given(monkeypatch):
-    "fit(step=fast_train_step) calls fast_loss at every step, also with a parallel that hands back the model;"
+    "FitOptions(step=fast_train_step) calls fast_loss at every step, also with a parallel that hands back the model;"
     " fit's default (train_step) never does; with a real wrapper the fast step falls back, visibly."
     import transformer_lit.fast as fast_module
     import transformer_lit.training as training
@@ -366,8 +366,8 @@ def test_fit_takes_the_step_it_is_given(monkeypatch):
         settings = TrainSettings(max_steps=2, max_tokens=64, eval_every=1000)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            training.fit(model, make_optimizer(model, settings), pairs, pairs, settings,
-                         progress=False, log=None, **kwargs)
+            training.fit(model, make_optimizer(model, settings), (pairs, pairs), settings,
+                         options=FitOptions(progress=False, log=None, **kwargs))
         assert len(calls) == expected, kwargs
         fell_back = [w for w in caught if w.category is FastStepFallback]
         assert bool(fell_back) == (kwargs.get("parallel") is wrapper), kwargs
@@ -391,7 +391,7 @@ def test_training_step_for_is_the_one_place_that_falls_back(monkeypatch):
                   torch.arange(2))
     with pytest.warns(FastStepFallback):
         fast_train_step(model.train(), batch, make_optimizer(model, settings), 1e-3, settings,
-                        forward=lambda src, tgt: model(src, tgt))
+                        StepOptions(forward=lambda src, tgt: model(src, tgt)))
     assert asked == [True]
 
 

@@ -95,7 +95,7 @@ def test_translate_and_fit_on_the_fast_routes_change_nothing_outside(watched):
     from transformer_lit.inference import translate
     from transformer_lit.model import Transformer, TransformerConfig
     from transformer_lit.recipe import TrainSettings
-    from transformer_lit.training import fit, make_optimizer
+    from transformer_lit.training import FitOptions, fit, make_optimizer
     folder, changes = watched
     threads = torch.get_num_threads()
     english = ["In the beginning God created the heavens and the earth.", "And God said."]
@@ -117,8 +117,8 @@ def test_translate_and_fit_on_the_fast_routes_change_nothing_outside(watched):
                       pick=two_pass_argmax)
         pairs = [EncodedPair(i, [3 + i % 7, 4, 5], [6, 7 + i % 5]) for i in range(16)]
         settings = TrainSettings(max_steps=2, max_tokens=64, eval_every=1000)
-        fit(model, make_optimizer(model, settings), pairs, pairs, settings,
-            progress=False, log=None, step=fast_train_step)
+        fit(model, make_optimizer(model, settings), (pairs, pairs), settings,
+            options=FitOptions(progress=False, log=None, step=fast_train_step))
         model.eval()  # fit leaves it training; decoding asks for evaluation mode
         assert list(folder.iterdir()) == [] and changes == []
         assert torch.get_num_threads() == found

@@ -3,6 +3,8 @@ equals F.linear and autograd, the rows are rounded so that few shapes reach oneD
 packed step gives the same values and gradients either way, and the policy and the bad
 arguments behave as documented."""
 
+from functools import partial
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -21,7 +23,7 @@ from transformer_lit.fast import (
     use_onednn_products,
 )
 from transformer_lit.recipe import TrainSettings
-from transformer_lit.training import make_optimizer
+from transformer_lit.training import StepOptions, make_optimizer, train_step
 
 pytestmark = pytest.mark.skipif(not onednn_available(), reason="PyTorch without oneDNN")
 
@@ -137,7 +139,7 @@ def test_packed_states_same_either_way(config):
 
 
 def test_train_step_multiplies_by_the_chosen_library(monkeypatch):
-    "fast_train_step multiplies as its onednn argument says; both give the same loss and gradients."
+    "train_step with fast_loss multiplies as fast_loss's onednn says; both give the same loss and gradients."
     src, tgt, keep = tiny_batch(2)
     batch = Batch(src, tgt, tgt.roll(-1, 1).masked_fill(~keep, 0), torch.arange(6))
     settings = TrainSettings(max_steps=1, clip_norm=1.0)
@@ -151,7 +153,8 @@ def test_train_step_multiplies_by_the_chosen_library(monkeypatch):
         torch.manual_seed(1)
         model = Transformer(TransformerConfig.tiny(dropout=0.0))
         opt = make_optimizer(model, settings)
-        terms = fast.fast_train_step(model, batch, opt, 1e-3, settings, onednn=onednn)
+        loss = partial(fast.fast_loss, onednn=onednn)  # fast_train_step's, products chosen
+        terms = train_step(model, batch, opt, 1e-3, settings, StepOptions(loss=loss))
         out[onednn] = terms.loss, {n: p.grad for n, p in model.named_parameters()}
         # every product of the step, forward and backward, or none
         assert (len(calls) > 40) if onednn else not calls

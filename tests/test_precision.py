@@ -17,7 +17,7 @@ from transformer_lit.recipe import (
     autocast_for,
     make_scaler,
 )
-from transformer_lit.training import TrainState, make_optimizer, train_step
+from transformer_lit.training import StepOptions, TrainState, make_optimizer, train_step
 
 GPUS = [((6, 0), torch.float16), ((7, 0), torch.float16), ((7, 5), torch.float16),
         ((8, 0), torch.bfloat16), ((8, 9), torch.bfloat16), ((9, 0), torch.bfloat16)]
@@ -67,7 +67,7 @@ def test_loss_scaled_step_equals_the_plain_step():
     train_step(plain, batch(), make_optimizer(plain, settings), 1e-3, settings)
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16)
     torch.manual_seed(1)
-    train_step(scaled, batch(), make_optimizer(scaled, settings), 1e-3, settings, scaler=scaler)
+    train_step(scaled, batch(), make_optimizer(scaled, settings), 1e-3, settings, StepOptions(scaler=scaler))
     for (name, a), b in zip(plain.state_dict().items(), scaled.state_dict().values()):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-7, msg=name)
     assert scaler.get_scale() == 2.0 ** 16   # no overflow: the scale stays
@@ -79,7 +79,7 @@ def test_an_overflow_skips_the_update_and_halves_the_scale():
     before = {k: v.clone() for k, v in m.state_dict().items()}
     next(m.parameters()).register_hook(lambda g: g * float("inf"))   # as if float16 overflowed
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16)
-    train_step(m, batch(), make_optimizer(m, settings), 1e-3, settings, scaler=scaler)
+    train_step(m, batch(), make_optimizer(m, settings), 1e-3, settings, StepOptions(scaler=scaler))
     assert all(torch.equal(before[k], v) for k, v in m.state_dict().items())
     assert scaler.get_scale() == 2.0 ** 15
 

@@ -36,7 +36,7 @@ from transformer_lit.data import encode_pairs, train_tokenizer
 from transformer_lit.model import Transformer, TransformerConfig
 from transformer_lit.recipe import TrainSettings
 from transformer_lit.runs import RUN_FILES, RUN_MARKER, written_by_run
-from transformer_lit.training import evaluate, fit, make_optimizer
+from transformer_lit.training import FitOptions, evaluate, fit, make_optimizer
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 # what a finished run's folder holds: the marker, the checkpoint, the model folder's files
@@ -127,8 +127,8 @@ def test_fit_calls_back_at_every_checkpoint():
     pairs, _ = encode_pairs(version_pairs(VERSES), tok)
     torch.manual_seed(0)
     model = Transformer(TransformerConfig.tiny(tok.vocab_size, tok.vocab_size, share_embeddings=True))
-    fit(model, make_optimizer(model, settings), pairs, pairs, settings, progress=False, log=None,
-        on_checkpoint=lambda s: saved.append(s.step))
+    fit(model, make_optimizer(model, settings), (pairs, pairs), settings,
+        options=FitOptions(progress=False, log=None, on_checkpoint=lambda s: saved.append(s.step)))
     assert saved == [4, 8]
 
 
@@ -194,7 +194,7 @@ def test_fit_refuses_empty_data_instead_of_looping():
     model = Transformer(TransformerConfig.tiny(20, 20))
     settings = TrainSettings(max_steps=3)
     with pytest.raises(ValueError, match="training and validation pairs"):
-        fit(model, make_optimizer(model, settings), [], [], settings, progress=False)
+        fit(model, make_optimizer(model, settings), ([], []), settings, options=FitOptions(progress=False))
 
 
 def test_a_non_finite_loss_stops_the_run_naming_the_step():
@@ -205,7 +205,7 @@ def test_a_non_finite_loss_stops_the_run_naming_the_step():
     with torch.no_grad():  # the output projection's matrix: every training path reads it
         model.tgt_embed.weight.fill_(float("nan"))
     with pytest.raises(FloatingPointError, match="at step 1"):
-        fit(model, make_optimizer(model, settings), pairs, pairs, settings, progress=False, log=None)
+        fit(model, make_optimizer(model, settings), (pairs, pairs), settings, options=FitOptions(progress=False, log=None))
 
 
 def test_evaluating_on_zero_tokens_raises():

@@ -30,6 +30,8 @@ from transformer_lit.checkpoints import (
     save_checkpoint,
 )
 from transformer_lit.training import (
+    FitOptions,
+    StepOptions,
     TrainState,
     evaluate,
     fit,
@@ -234,7 +236,8 @@ def test_train_step_calls_a_forward_without_truth_value():
             return self.model(src, tgt)
     model, settings = tiny_model(), TrainSettings(max_steps=1)
     forward = CompiledLike(model)
-    terms = train_step(model, collate(toy_examples(8)), make_optimizer(model, settings), 1e-3, settings, forward)
+    terms = train_step(model, collate(toy_examples(8)), make_optimizer(model, settings), 1e-3, settings,
+                       StepOptions(forward))
     assert forward.calls == 1 and torch.isfinite(terms.loss)
 
 
@@ -246,7 +249,7 @@ def test_fit_compiles_once_for_all_batch_shapes(monkeypatch):
         return model
     monkeypatch.setattr(torch, "compile", fake_compile)
     model, settings = tiny_model(), TrainSettings(max_steps=2, max_tokens=64, compile=True)
-    fit(model, make_optimizer(model, settings), toy_examples(8), toy_examples(8), settings, progress=False, log=None)
+    fit(model, make_optimizer(model, settings), (toy_examples(8), toy_examples(8)), settings, options=FitOptions(progress=False, log=None))
     assert seen == {"dynamic": True}
 
 
@@ -262,7 +265,7 @@ def test_fit_learns_and_logs():
     model = tiny_model()
     settings = TrainSettings(max_steps=60, max_tokens=128, warmup=10, lr_factor=0.5, eval_every=20,
                              average_every=10, average_last=3)
-    state = fit(model, make_optimizer(model, settings), examples, examples, settings, progress=False, log=None)
+    state = fit(model, make_optimizer(model, settings), (examples, examples), settings, options=FitOptions(progress=False, log=None))
     assert state.step == 60 and len(state.train_log) == 60 and state.tokens > 0
     assert [s for s, _ in state.valid_log] == [20, 40, 60] and state.valid_log[-1][1] < state.valid_log[0][1]
     assert [s for s, _ in state.snapshots] == [40, 50, 60]
@@ -273,7 +276,7 @@ def test_time_budget_stops():
     examples = toy_examples(8)
     model = tiny_model()
     settings = TrainSettings(max_minutes=1e-9, max_tokens=64)
-    state = fit(model, make_optimizer(model, settings), examples, examples, settings, progress=False, log=None)
+    state = fit(model, make_optimizer(model, settings), (examples, examples), settings, options=FitOptions(progress=False, log=None))
     assert state.step == 1
 
 
@@ -360,11 +363,11 @@ def test_resume_is_bitwise_identical(tmp_path):
     half = TrainSettings(**{**settings.__dict__, "max_steps": 6})
 
     straight = tiny_model(0, dropout=0.3)
-    fit(straight, make_optimizer(straight, settings), examples, examples, settings, progress=False, log=None)
+    fit(straight, make_optimizer(straight, settings), (examples, examples), settings, options=FitOptions(progress=False, log=None))
 
     first = tiny_model(0, dropout=0.3)
     opt = make_optimizer(first, half)
-    state = fit(first, opt, examples, examples, half, progress=False, log=None)
+    state = fit(first, opt, (examples, examples), half, options=FitOptions(progress=False, log=None))
     save_checkpoint(tmp_path / "c.pt", first, opt, state=state.to_dict())
 
     torch.manual_seed(123)   # a different process would start from other generator states
@@ -374,7 +377,7 @@ def test_resume_is_bitwise_identical(tmp_path):
     opt2 = make_optimizer(resumed, settings)
     opt2.load_state_dict(ckpt["optimizer"])
     restore_rng_states(ckpt["rng"])
-    state2 = fit(resumed, opt2, examples, examples, settings, TrainState.from_dict(ckpt["state"]), progress=False, log=None)
+    state2 = fit(resumed, opt2, (examples, examples), settings, TrainState.from_dict(ckpt["state"]), FitOptions(progress=False, log=None))
     assert state2.step == 12 and state2.train_log[:6] == state.train_log[:6]
     for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
         assert torch.equal(a, b), name

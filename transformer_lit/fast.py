@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache, partial
 from typing import NamedTuple
 
@@ -24,7 +25,7 @@ from .masking import causal_mask, padding_mask
 from .model import Transformer, check_token_shape
 from .recipe import TrainSettings
 from transformer_lit.training import (
-    LossTerms, check_loss_args, smoothed_terms, train_step,
+    LossTerms, StepOptions, check_loss_args, smoothed_terms, train_step,
 )
 from .validate import ArgumentError, check_probability
 
@@ -438,27 +439,31 @@ def fast_train_step(
     optimizer: torch.optim.Optimizer,
     lr: float,
     settings: TrainSettings,
-    forward: Callable[[Tensor, Tensor], Tensor] | None = None,
-    scaler: torch.amp.GradScaler | None = None,
-    onednn: bool | None = None,
+    options: StepOptions | None = None,
 ) -> LossTerms:
-    """train_step (chapter 13) with fast_loss, its products as onednn says (None: as
-    use_onednn_products chooses): the same update, arguments and result. Given a
-    wrapper (forward), a FastStepFallback warning and the step that training_step_for
-    chooses for a wrapped model."""
-    if forward is not None:
+    """train_step (chapter 13) with fast_loss as its loss, the products as
+    use_onednn_products chooses: the same update, arguments and result. Given a
+    wrapper (options.forward), a FastStepFallback warning and the step that
+    training_step_for chooses for a wrapped model."""
+    options = options or StepOptions()
+    if options.loss is not None:
+        raise ArgumentError(
+            "fast_train_step computes the loss by fast_loss; give options.loss to "
+            "train_step"
+        )
+    if options.forward is not None:
         why = "a wrapper (DDP or torch.compile) is called as the model is: plain loss"
         warnings.warn(FastStepFallback(why), stacklevel=2)
         step = training_step_for(model, wrapped=True)
-        return step(model, batch, optimizer, lr, settings, forward, scaler)
-    loss = partial(fast_loss, onednn=onednn)
-    return train_step(model, batch, optimizer, lr, settings, None, scaler, loss)
+        return step(model, batch, optimizer, lr, settings, options)
+    options = replace(options, loss=fast_loss)
+    return train_step(model, batch, optimizer, lr, settings, options)
 
 
 def training_step_for(
     model: Transformer, wrapped: bool = False
 ) -> Callable[..., LossTerms]:
-    """The training step for fit(..., step=...): fast_train_step, whose products take
+    """The training step for FitOptions(step=...): fast_train_step, whose products take
     the library faster on this processor (use_onednn_products), or chapter 13's
     train_step where fit wraps the model (wrapped: DDP, torch.compile), as fast_loss
     cannot go through a wrapper. The one place that chooses the plain step."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, NamedTuple, TypeVar
 
 import torch
@@ -30,7 +30,8 @@ _T = TypeVar("_T")  # the items take_shard shares out
 
 # %% auto #0
 __all__ = ['LossFn', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'check_loss_args', 'noam_lr', 'make_optimizer',
-           'evaluate', 'train_step', 'TrainState', 'take_shard', 'batch_stream', 'snapshot', 'fit', 'finish_run']
+           'evaluate', 'StepOptions', 'train_step', 'TrainState', 'take_shard', 'batch_stream', 'snapshot',
+           'FitOptions', 'fit', 'finish_run']
 
 # %% ../nbs/13_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -111,15 +112,8 @@ def evaluate(model: Transformer, batches: Sequence[Batch], amp: bool = True) -> 
         with autocast_for(device, amp):
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
         n = int((batch.tgt_out != model.config.pad_id).sum())
-        total += (
-            float(
-                label_smoothing_loss(
-                    logits, batch.tgt_out, 0.0, model.config.pad_id
-                ).nll
-            )
-            * n
-        )
-        count += n
+        nll = label_smoothing_loss(logits, batch.tgt_out, 0.0, model.config.pad_id).nll
+        total, count = total + float(nll) * n, count + n
     model.train(was_training)
     if count == 0:  # an NLL of 0 would look like a perfect model
         raise ArgumentError(
@@ -127,27 +121,38 @@ def evaluate(model: Transformer, batches: Sequence[Batch], amp: bool = True) -> 
         )
     return total / count
 
-# %% ../nbs/13_training.ipynb #25533bf3
+# %% ../nbs/13_training.ipynb #9ec9d094
 # (model, batch, smoothing) -> (loss, nll), scalars
 LossFn = Callable[[Transformer, Batch, float], tuple[Tensor, Tensor]]
 
 
+@dataclass(frozen=True)
+class StepOptions:
+    """What a training step takes besides the batch, the learning rate and the
+    settings; None everywhere is the plain step on the bare model."""
+
+    forward: Callable[[Tensor, Tensor], Tensor] | None = None  # DDP, compiled
+    scaler: torch.amp.GradScaler | None = None  # float16's loss scaler (chapter 10)
+    loss: LossFn | None = None  # the terms computed another way (chapter 25)
+
+# %% ../nbs/13_training.ipynb #25533bf3
 def train_step(
     model: Transformer,
     batch: Batch,
     optimizer: torch.optim.Optimizer,
     lr: float,
     settings: TrainSettings,
-    forward: Callable[[Tensor, Tensor], Tensor] | None = None,
-    scaler: torch.amp.GradScaler | None = None,
-    loss: LossFn | None = None,
+    options: StepOptions | None = None,
 ) -> LossTerms:
     """One update on batch (src (B, S), tgt_in/tgt_out (B, T)) at learning rate lr;
-    the detached LossTerms. forward: a wrapper (DDP, compiled) called as the model is;
-    loss: the terms computed another way (chapter 25), not with forward."""
+    the detached LossTerms. options: the wrapper to call, the loss scaler, the loss
+    computed another way (not with the wrapper)."""
+    options = options or StepOptions()
+    forward, loss = options.forward, options.loss
     if loss is not None and forward is not None:
         raise ArgumentError(
-            "loss computes the terms without forward: give one, not both"
+            "options.loss computes the terms without options.forward: give one, "
+            "not both"
         )
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -159,7 +164,7 @@ def train_step(
         else:
             terms = LossTerms(*loss(model, batch, smoothing))
     optimizer.zero_grad(set_to_none=True)
-    _update(terms.loss, model, optimizer, settings, scaler)
+    _update(terms.loss, model, optimizer, settings, options.scaler)
     return LossTerms(terms.loss.detach(), terms.nll.detach())
 
 # %% ../nbs/13_training.ipynb #18aa2fec
@@ -246,90 +251,98 @@ def batch_stream(
 
 def snapshot(model: nn.Module) -> dict[str, Tensor]:
     "A copy of the model's weights on the CPU."
-    return {
-        name: value.detach().to("cpu", copy=True)
-        for name, value in model.state_dict().items()
-    }
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+# %% ../nbs/13_training.ipynb #3bad3b48
+@dataclass(frozen=True)
+class FitOptions:
+    """How fit runs, beyond the recipe in TrainSettings: what it shows and calls, how it
+    ends, its share of the data and the step it takes."""
+
+    progress: bool = True  # a progress bar over the steps
+    log: Callable[[str], None] | None = tqdm.write  # one line per validation
+    on_checkpoint: Callable[[TrainState], None] | None = None  # (state) -> None
+    stop: Callable[[], bool] | None = None  # asked between steps; True: stop there
+    finish: bool = True  # the state finish_run makes, or the one that can resume
+    shard: tuple[int, int] = (0, 1)  # (rank, world): take_shard of every epoch
+    parallel: Callable[[nn.Module], nn.Module] | None = None  # DDP (chapter 21)
+    # (model, batch, optimizer, lr, settings, StepOptions) -> LossTerms
+    step: Callable[..., LossTerms] = train_step
 
 # %% ../nbs/13_training.ipynb #81c4176e
 def fit(
     model: Transformer,
     optimizer: torch.optim.Optimizer,
-    train: Sequence[EncodedPair],
-    valid: Sequence[EncodedPair],
+    data: tuple[Sequence[EncodedPair], Sequence[EncodedPair]],
     settings: TrainSettings,
     state: TrainState | None = None,
-    *,
-    progress: bool = True,
-    log: Callable[[str], None] | None = tqdm.write,
-    on_checkpoint: Callable[[TrainState], None] | None = None,
-    stop: Callable[[], bool] | None = None,
-    finish: bool = True,
-    shard: tuple[int, int] = (0, 1),
-    parallel: Callable[[nn.Module], nn.Module] | None = None,
-    step: Callable[..., LossTerms] = train_step,
+    options: FitOptions | None = None,
 ) -> TrainState:
-    """Train until the budget is spent or stop() is true; return the state (finish_run's
-    copy if finish). shard and parallel: data parallelism (chapter 21); step:
-    train_step or a function with its arguments (chapter 25's)."""
-    if not train or not valid:
-        raise ArgumentError(
-            f"fit needs training and validation pairs, got {len(train)} "
-            f"and {len(valid)}"
-        )
-    state, device = state or TrainState(), next(model.parameters()).device
+    """Train on data = (train, valid) pairs until the budget is spent or options.stop()
+    is true; return the state (finish_run's copy if options.finish)."""
+    _check_fit_args(data, state)
+    (train, valid), device = data, next(model.parameters()).device
+    options, state = options or FitOptions(), state or TrainState()
     with attention_policy(device):  # cuDNN attention off while fit runs (ch. 35)
-        forward = _forward_for(model, settings, parallel)
-        valid_batches = [
-            b.to(device) for b in make_batches(valid, settings.max_tokens, 0)
-        ]
-        batches = batch_stream(train, settings.max_tokens, settings.seed, state, shard)
+        forward = _forward_for(model, settings, options.parallel)
+        max_tokens = settings.max_tokens
+        valid_batches = [b.to(device) for b in make_batches(valid, max_tokens, 0)]
+        batches = batch_stream(train, max_tokens, settings.seed, state, options.shard)
         scaler = make_scaler(device, settings)
         if state.scaler:
             scaler.load_state_dict(state.scaler)
-        bar = _progress_bar(progress, settings, state)
+        step_options = StepOptions(forward, scaler)  # the same for every step
+        bar = _progress_bar(options.progress, settings, state)
         start, seconds0, tokens0 = time.perf_counter(), state.seconds, state.tokens
-        # on_checkpoint every checkpoint_every steps or minutes
-        saved_at = state.seconds
+        saved_at = state.seconds  # the last on_checkpoint
+        schedule = model.config.d_model, settings.warmup, settings.lr_factor  # eq. 3
         model.train()
         while not _budget_spent(state, settings):
             # between steps: the state can be saved as is
-            if stop is not None and stop():
+            if options.stop is not None and options.stop():
                 bar.close()
                 return state
             batch = next(batches)
             state.tokens += int((batch.tgt_out != model.config.pad_id).sum())
-            lr = noam_lr(
-                state.step + 1,
-                model.config.d_model,
-                settings.warmup,
-                settings.lr_factor,
-            )
+            lr = noam_lr(state.step + 1, *schedule)
             t = time.perf_counter()
-            terms = step(
-                model, batch.to(device), optimizer, lr, settings, forward, scaler
+            terms = options.step(
+                model, batch.to(device), optimizer, lr, settings, step_options
             )
             state.scaler = scaler.state_dict() if scaler.is_enabled() else None
             _record(state, terms, lr, time.perf_counter() - t)
             state.seconds = seconds0 + time.perf_counter() - start
             tok_s = (state.tokens - tokens0) / (state.seconds - seconds0)
             bar.update()
-            bar.set_postfix(
-                loss=f"{state.train_log[-1][1]:.3f}",
-                lr=f"{lr:.2e}",
-                tok_s=f"{tok_s:,.0f}",
-            )
+            loss = state.train_log[-1][1]
+            bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}")
+            log = options.log
             _evaluate_and_keep(model, state, settings, valid_batches, log, tok_s)
-            if on_checkpoint and (
+            if options.on_checkpoint and (
                 state.step % settings.checkpoint_every == 0
                 or state.seconds - saved_at >= 60 * settings.checkpoint_minutes
             ):
-                on_checkpoint(state)
+                options.on_checkpoint(state)
                 saved_at = state.seconds
         bar.close()
+        finish = options.finish
         return finish_run(model, state, settings, valid_batches) if finish else state
 
 # %% ../nbs/13_training.ipynb #d647c8b8
+def _check_fit_args(data: tuple, state: object) -> None:
+    """ArgumentError unless data is (train, valid), neither empty, and state a
+    TrainState."""
+    if not isinstance(state, TrainState | None):  # the options in its place, say
+        raise ArgumentError(
+            f"fit's state must be a TrainState, got {type(state).__name__}"
+        )
+    if len(data) != 2 or isinstance(data[0], EncodedPair) or not all(map(len, data)):
+        raise ArgumentError(
+            "fit needs training and validation pairs: data = (train, valid), "
+                "neither empty"
+        )
+
+
 def _budget_spent(state: TrainState, settings: TrainSettings) -> bool:
     steps_done = settings.max_steps is not None and state.step >= settings.max_steps
     time_done = (
@@ -346,12 +359,8 @@ def finish_run(
 ) -> TrainState:
     """A copy of state whose last step has a validation loss and is the last snapshot;
     state itself stays resumable."""
-    done = TrainState(
-        **{
-            **vars(state),
-            "valid_log": list(state.valid_log),
-            "snapshots": list(state.snapshots),
-        }
+    done = replace(
+        state, valid_log=list(state.valid_log), snapshots=list(state.snapshots)
     )
     if not done.valid_log or done.valid_log[-1][0] != done.step:
         done.valid_log.append((done.step, evaluate(model, valid_batches, settings.amp)))
@@ -414,14 +423,13 @@ def _evaluate_and_keep(
     """Every eval_every steps a validation loss (and a log line); every average_every a
     snapshot."""
     if state.step % settings.eval_every == 0:
-        state.valid_log.append(
-            (state.step, evaluate(model, valid_batches, settings.amp))
-        )
+        valid_nll = evaluate(model, valid_batches, settings.amp)
+        state.valid_log.append((state.step, valid_nll))
         if log:
             _, _, nll, lr = state.train_log[-1]
             log(
                 f"step {state.step:5d} | train nll {nll:.3f} | valid nll "
-                f"{state.valid_log[-1][1]:.3f} | lr {lr:.2e} | {tok_s:,.0f} tokens/s | "
+                f"{valid_nll:.3f} | lr {lr:.2e} | {tok_s:,.0f} tokens/s | "
                 f"{state.seconds / 60:.1f} min"
             )
     if state.step % settings.average_every == 0:

@@ -53,7 +53,7 @@ from transformer_lit.runs import (
 )
 from ..scoring import corpus_scores
 from transformer_lit.training import (
-    LossTerms, TrainState, finish_run, fit, make_optimizer, train_step,
+    FitOptions, LossTerms, TrainState, finish_run, fit, make_optimizer, train_step,
 )
 
 # %% auto #0
@@ -439,13 +439,13 @@ def _train(
     handlers = {s: signal.signal(s, lambda n, _: signals.append(n))
                 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        state = fit(
-            run.model, run.optimizer, data.train, data.valid, run.job.settings, state,
+        options = FitOptions(
             progress=not quiet, log=None if quiet else tqdm.write, on_checkpoint=save,
             stop=lambda: any_rank(bool(signals), world),  # stays resumable
             finish=False, shard=(world.rank, world.size),
             parallel=lambda m: data_parallel(m, world), step=routes.step,
         )
+        state = fit(run.model, run.optimizer, data, run.job.settings, state, options)
         save(state)  # a signal during the save only adds to `signals`
     # the weights are no longer finite: keep the last good save
     except FloatingPointError as e:
