@@ -324,7 +324,7 @@ def test_command_errors_are_one_line(tmp_path, capsys, checkpoint, tokenizer, ca
 
 
 def test_usage_errors_exit_2(capsys):
-    for argv in (["export"], ["export", "ctranslate2"], ["export", "onnx", "out"]):
+    for argv in (["export"], ["export", "ctranslate2"], ["export", "tensorflow", "out"]):
         status, out, err = run(argv, capsys)
         assert status == 2 and out == "" and "usage:" in err
 
@@ -465,6 +465,58 @@ def _export(out: Path, files: dict[str, str], private: bool = False,
         meanwhile()
 
     write_export_folder(out, save, force)
+
+
+def _swapping_save(parent: Path, victim: Path):
+    """A save that writes one file, then (as another user who may rename entries in the
+    parent folder would) swaps the hidden folder for a link to victim, then writes two more."""
+    def save(folder: Path) -> None:
+        (folder / "model.bin").write_text("weights")
+        (hidden,) = [p for p in parent.iterdir() if p.name.startswith(".transformer-lit-export.")]
+        hidden.rename(parent / "moved")
+        hidden.symlink_to(victim)
+        for name in ("README.md", "config.json"):
+            (folder / name).write_text(name)
+    return save
+
+
+def test_a_hidden_folder_swapped_for_a_link_writes_and_changes_nothing_through_it(tmp_path):
+    """Issue 61: the hidden folder swapped for a link to V while the export wrote: README.md
+    and config.json were written into V, the modes loop made V/secret.txt 644 and V/private
+    755, and OUT became the link. The export writes through its open folder, then refuses."""
+    from transformer_lit.export import write_export_folder
+    victim, parent = tmp_path / "V", tmp_path / "P"
+    victim.mkdir()
+    parent.mkdir()
+    (victim / "secret.txt").write_text("the user's")
+    (victim / "secret.txt").chmod(0o600)
+    (victim / "private").mkdir(mode=0o700)
+    (victim / "private").chmod(0o700)
+    out = parent / "out"
+    with pytest.raises(OSError, match="changed by another process") as caught:
+        write_export_folder(out, _swapping_save(parent, victim))
+    assert str(caught.value).startswith(f"{out}: ")
+    assert sorted(p.name for p in victim.iterdir()) == ["private", "secret.txt"]
+    assert (victim / "secret.txt").stat().st_mode & 0o777 == 0o600
+    assert (victim / "private").stat().st_mode & 0o777 == 0o700
+    assert not out.exists() and not out.is_symlink()
+    assert list((parent / "moved").iterdir()) == []   # our files, written where we opened
+
+
+def test_an_export_into_a_folder_that_cannot_be_written_names_out(tmp_path, monkeypatch):
+    """Round four, back in five: the error named the hidden temporary folder, not OUT."""
+    import tempfile
+    from transformer_lit.export import write_export_folder
+
+    def refused(dir=None, prefix=None, **kwargs):
+        raise PermissionError(13, "Permission denied", f"{dir}/{prefix}abc123")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    out = tmp_path / "new" / "out"
+    with pytest.raises(OSError) as caught:
+        write_export_folder(out, lambda folder: None)
+    assert caught.value.filename == str(out) and caught.value.errno == 13
+    assert list(tmp_path.iterdir()) == []   # the parent made for it is gone too
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077])

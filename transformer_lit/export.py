@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +21,8 @@ from torch import Tensor, nn
 
 from .data import SPECIAL_PIECES, SubwordTokenizer
 from transformer_lit.files import (
-    LockBusy, current_umask, make_folders, reason, release_lock, take_lock,
+    LockBusy, current_umask, make_folders, reason, release_lock, remove_folders,
+    take_lock,
 )
 from .model import Transformer
 from .norms import LayerNorm
@@ -257,20 +260,74 @@ def _lock_path(out: Path) -> Path:
     return out.parent / f".{out.name[:64]}.transformer-lit-export.lock"
 
 
-def _move_in(tmp: Path, out: Path, names: list[str], force: bool) -> None:
-    """The files of the finished export in tmp become out (under the lock): out itself
-    if it is new, else file by file over an earlier export, checked again first."""
-    if not out.exists():
+def _opened(folder: Path, fd: int) -> Path:
+    """A name for the folder open at fd that no rename can redirect: /proc/self/fd/N
+    where the system has it (what is written there lands in that folder, whatever its
+    name now points to); else folder's own name."""
+    by_fd = Path(f"/proc/self/fd/{fd}")
+    return by_fd if by_fd.is_dir() else folder
+
+
+def _same_folder(path: Path, fd: int) -> bool:
+    "Whether the name path still names the folder open at fd (not a link, nor another)."
+    try:
+        st, mine = os.lstat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _set_modes(fd: int, umask: int) -> None:
+    """Everything under the folder open at fd to the mode open and mkdir give (not
+    safetensors' 0o600), changed through descriptors: a link is never followed."""
+    for _, _, names, dirfd in os.fwalk(".", dir_fd=fd):
+        os.fchmod(dirfd, 0o777 & ~umask)
+        for name in names:
+            try:
+                f = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK,
+                            dir_fd=dirfd)
+            except OSError as e:
+                if e.errno == errno.ELOOP:  # a link: its mode is its target's
+                    continue
+                raise
+            try:
+                if stat.S_ISREG(os.fstat(f).st_mode):
+                    os.fchmod(f, 0o666 & ~umask)
+            finally:
+                os.close(f)
+
+
+def _remove_contents(fd: int) -> None:
+    "Remove what the folder open at fd holds, through the descriptor."
+    for name in os.listdir(fd):
+        with contextlib.suppress(OSError):
+            if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                shutil.rmtree(name, dir_fd=fd)
+            else:
+                os.unlink(name, dir_fd=fd)
+
+
+def _move_in(tmp: Path, fd: int, out: Path, names: list[str], force: bool) -> bool:
+    """The files of the finished export in tmp (open at fd) become out (under the lock):
+    out itself if it is new (True), else file by file over an earlier export, checked
+    again first (False). A tmp whose name now points elsewhere is refused."""
+    if not os.path.lexists(out):
+        if not _same_folder(tmp, fd):  # swapped: renaming it would make out a link
+            raise FileExistsError(f"{out}: {tmp.name}, the export's hidden folder, was "
+                                  "changed by another process during the export; "
+                                  "nothing was replaced")
         os.replace(tmp, out)
-        return
+        return True
     check_export_folder(out, force)   # as it is now, another export done
-    _check_targets(tmp, out)
+    src = _opened(tmp, fd)
+    _check_targets(src, out)
     stale = set(_earlier_files(out)) - set(names)
-    for f in tmp.iterdir():
+    for f in src.iterdir():
         os.replace(f, out / f.name)
     for name in stale:  # the earlier export's files this one does not write
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             (out / name).unlink()
+    return False
 
 
 def write_export_folder(out: Path, save: Callable[[Path], None],
@@ -278,39 +335,46 @@ def write_export_folder(out: Path, save: Callable[[Path], None],
     """save(folder) fills a new temporary folder beside out, which then becomes out (or
     its files replace an earlier export's in out, whose other files go) with
     EXPORT_MARKER naming them: no half-written export, the umask's modes, errors named
-    by out. One export at a time moves its files into out's parent folder, after
-    checking out again (force: as check_export_folder), so two never mix."""
-    made = [p for p in out.parents if not p.exists()]  # nearest first; gone on failure
-    make_folders(out.parent)
+    by out. save writes through the folder's descriptor, so a rename of its hidden name
+    redirects nothing. One export at a time moves its files into out's parent folder,
+    after checking out again (force: as check_export_folder), so two never mix."""
+    made = make_folders(out.parent)  # gone again on failure
     # a short name of its own: `.{out.name}...` would pass 255 bytes for a long OUT
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{EXPORT_MARKER}."))
-    done = False
     try:
-        save(tmp)
-        names = sorted(f.name for f in tmp.iterdir())
-        (tmp / EXPORT_MARKER).write_text("\n".join(names) + "\n", encoding="utf-8")
-        umask = current_umask()
-        for f in [tmp, *tmp.rglob("*")]:  # as open and mkdir make them: not 0o600
-            if not f.is_symlink():  # a link's mode is its target's: not ours to change
-                f.chmod((0o777 if f.is_dir() else 0o666) & ~umask)
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{EXPORT_MARKER}."))
+        fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as e:  # a folder that cannot be written: named by OUT
+        remove_folders(made)
+        raise OSError(e.errno, reason(e), str(out)) from e
+    whole = False
+    try:
+        folder = _opened(tmp, fd)
+        save(folder)
+        names = sorted(os.listdir(fd))
+        (folder / EXPORT_MARKER).write_text("\n".join(names) + "\n", encoding="utf-8")
+        _set_modes(fd, current_umask())  # as open and mkdir make them: not 0o600
         try:
             held = take_lock(_lock_path(out), str(out), wait=_LOCK_WAIT_S)
         except LockBusy as e:  # another export of out kept it too long
             raise FileExistsError(f"{e}; try again when it is done") from None
         try:
-            _move_in(tmp, out, names, force)
+            whole = _move_in(tmp, fd, out, names, force)
         finally:
             release_lock(_lock_path(out), held)
-        done = True
+        made = []
     except FileExistsError:  # the checks: their messages name the file
         raise
     except OSError as e:  # named by OUT, not by the hidden temporary folder
         raise OSError(e.errno, reason(e), str(out)) from e
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for folder in made if not done else []:
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+        if not whole:  # what is left of ours, removed through the descriptor
+            _remove_contents(fd)
+            if _same_folder(tmp, fd):
+                with contextlib.suppress(OSError):
+                    tmp.rmdir()
+        os.close(fd)
+        remove_folders(made)
+
 
 # %% ../nbs/27_export.ipynb #7059286e
 def to_ctranslate2(model: Transformer, tokenizer: SubwordTokenizer,
