@@ -40,12 +40,47 @@ $(MATHJAX):
 	rm -rf _build/mathjax_static && mkdir -p _build/mathjax_static
 	cp -r _build/npm/node_modules/mathjax/es5 _build/mathjax_static/mathjax
 
+# The page "Try the model" (book/try.md) runs the shipped model in the reader's browser:
+# the model as ONNX (chapter 30's export) and the browser runtime (onnxruntime-web,
+# tokenizers.js, pinned by web/package-lock.json and installed with npm ci), both made
+# here (not committed) and copied into the site's _static/live/. The Chinese book, under
+# zh/, reads the same files. Each is redone only when its inputs change; copying them
+# into a new site takes seconds.
+LIVE := _build/live
+LIVE_MODEL := $(LIVE)/model/web.json
+LIVE_RUNTIME := $(LIVE)/runtime/VERSIONS.txt
+ORT := _build/web/node_modules/onnxruntime-web
+TOKENIZERS := _build/web/node_modules/@huggingface/tokenizers
+NAME_VERSION_LICENCE := const p = require(process.argv[1]); \
+	console.log(p.name, p.version, p.license)
+$(LIVE_MODEL): $(STAMP) transformer_lit/onnx_export.py transformer_lit/cli/export.py \
+		$(wildcard transformer_lit/pretrained/*)
+	rm -rf $(LIVE)/model
+	$(VENV)/bin/transformer-lit export onnx $(LIVE)/model
+
+$(LIVE_RUNTIME): web/package.json web/package-lock.json
+	@command -v npm >/dev/null || { echo "error: npm not found; install Node.js" \
+	  "(apt-get install -y nodejs npm)"; exit 1; }
+	rm -rf _build/web $(LIVE)/runtime && mkdir -p _build/web $(LIVE)/runtime
+	cp web/package.json web/package-lock.json _build/web/
+	npm ci --silent --no-audit --no-fund --ignore-scripts --prefix _build/web
+	# the WebAssembly build of onnxruntime (its ES module, the loader and the single- and
+	# multi-threaded .wasm in one file) and the tokenizer, with their licences
+	cp $(ORT)/dist/ort.wasm.min.mjs $(ORT)/dist/ort-wasm-simd-threaded.mjs \
+	  $(ORT)/dist/ort-wasm-simd-threaded.wasm $(TOKENIZERS)/dist/tokenizers.min.mjs \
+	  $(LIVE)/runtime/
+	cp $(TOKENIZERS)/LICENSE $(LIVE)/runtime/LICENSE-tokenizers.txt
+	# last, so that a recipe stopped half-way is run again
+	for p in $(ORT) $(TOKENIZERS); do \
+	  node -e '$(NAME_VERSION_LICENCE)' "$(CURDIR)/$$p/package.json"; \
+	done > $@.tmp && mv $@.tmp $@
+
 book: export
 	$(MAKE) --no-print-directory site
 
 # The book from the notebooks and package as they are (make test: its tests check that the
 # package is the notebooks' export, so it does not export again).
-site: $(STAMP) $(MATHJAX) conf.py
+site: $(STAMP) $(MATHJAX) $(LIVE_MODEL) $(LIVE_RUNTIME) conf.py
 	rm -rf _build/html _build/zh _build/jupyter_execute _build/.doctrees _build/.doctrees-zh
 	# The English book (at the root) and the Chinese one (under zh/: the same sources, their
 	# markdown replaced by the translations of locales/zh_CN) are built at once, one per core.
@@ -60,6 +95,8 @@ site: $(STAMP) $(MATHJAX) conf.py
 	  . _build/zh & zh=$$!; \
 	status=0; wait $$en || status=$$?; wait $$zh || status=$$?; exit $$status
 	mv _build/zh _build/html/zh
+	# the model and runtime of the page "Try the model", once, for both books
+	cp -r $(LIVE)/model $(LIVE)/runtime _build/html/_static/live/
 	# Pages served from a branch run Jekyll, which drops _static/ and _images/.
 	touch _build/html/.nojekyll
 	@echo

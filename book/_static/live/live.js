@@ -268,6 +268,7 @@ function draw(state) {
   ctx.restore();
   const [rowAxis, colAxis] = T.axes[kind];
   $("live-axes").textContent = `↓ ${rowAxis}; → ${colAxis}`;
+  canvas.setAttribute("aria-label", `${T.kinds[kind]}: ↓ ${rowAxis}; → ${colAxis}`);
   const drawn = Number(canvas.dataset.drawn || 0) + 1;
   Object.assign(canvas.dataset, { kind, layer, head, rows: rows.length, cols, drawn });
   state.grid = { rows, rowLabels, colLabels, left, top, cell };
