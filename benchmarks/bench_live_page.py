@@ -15,7 +15,8 @@ text). The package translates the same verses one at a time (batch 1, as the pag
 the 90th percentile of each, the share of verses the two translate alike, and names the
 processor, in transformer_lit/results/live_page_cpu.json; `page_figures` holds the
 figures the page's Deeper section shows, as it prints them (tests/test_live_page.py
-checks that it does). Needs the corpus cache (chapter 11; corpus.make_cache fetches it).
+checks that it does). The verses come from chapter 11's corpus cache (fetched on first
+use).
 """
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ import warnings
 from pathlib import Path
 
 import torch
-
 from _common import cpu_details, write_result
+
 from transformer_lit import corpus
 from transformer_lit.data import split_by_book
 from transformer_lit.inference import translate

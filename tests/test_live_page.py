@@ -21,8 +21,10 @@ import warnings
 from urllib.parse import urlparse
 
 import pytest
+import test_book
+from test_book import HTML, ROOT, SHOTS
 
-from test_book import HTML, ROOT, SHOTS, browser, server  # noqa: F401 (fixtures)
+browser, server = test_book.browser, test_book.server   # the book's fixtures, shared
 
 LIVE = HTML / "_static" / "live"
 ZH_LIVE = HTML / "zh" / "_static" / "live"
