@@ -27,8 +27,29 @@ from transformer_lit.validate import (
 PACKAGE = Path(__file__).resolve().parents[1] / "transformer_lit"
 
 
-def test_the_error_is_both_builtins_a_caller_may_catch():
-    assert issubclass(ArgumentError, ValueError) and issubclass(ArgumentError, TypeError)
+def test_a_wrong_value_is_a_value_error_and_only_a_wrong_type_a_type_error():
+    """Issue 56: ArgumentError was a ValueError and a TypeError at once, so `except
+    TypeError` caught a range error too; a wrong type is ArgumentTypeError, a kind of
+    ArgumentError (so `except ArgumentError` and `except ValueError` catch both)."""
+    from transformer_lit import validate
+    wrong_values = [lambda: check_int("n", 0, low=1), lambda: check_number("p", 2.0, 0, 1),
+                    lambda: check_choice("c", "x", ["a"]), lambda: check_number("p", math.nan),
+                    lambda: check_token_ids("t", torch.tensor([[9]]), 5),
+                    lambda: check_texts("t", ["\ud800"])]
+    wrong_types = [lambda: check_int("n", "1"), lambda: check_int("n", True),
+                   lambda: check_number("p", "0.5"), lambda: check_bool("b", 1),
+                   lambda: check_choice("c", 3, ["a"]), lambda: check_path("p", 3),
+                   lambda: check_texts("t", "one"), lambda: check_texts("t", [3]),
+                   lambda: check_token_ids("t", [[1]], 5),
+                   lambda: check_token_ids("t", torch.zeros(1, 2), 5)]
+    for call in wrong_values:
+        with pytest.raises(ArgumentError) as caught:
+            call()
+        assert isinstance(caught.value, ValueError) and not isinstance(caught.value, TypeError)
+    for call in wrong_types:
+        with pytest.raises(validate.ArgumentTypeError) as caught:
+            call()
+        assert isinstance(caught.value, TypeError) and isinstance(caught.value, ValueError)
 
 
 @pytest.mark.parametrize("value", [1, 7, 10**30, np.int64(5), torch.tensor(4)])

@@ -48,9 +48,10 @@ Reference
 
 Errors and warnings. A caller's mistake in an argument (its type, range, shape or
 choice) is an ArgumentError wherever the package raises it, and names the argument;
-ArgumentError is a ValueError and a TypeError at once, so `except ValueError` still
-catches it. What is wrong outside the arguments has a class of its own:
-  validate.ArgumentError          an argument of the wrong type, range, shape or choice
+ArgumentError is a ValueError, and a wrong type is its kind ArgumentTypeError, also a
+TypeError. What is wrong outside the arguments has a class of its own:
+  validate.ArgumentError          an argument of the wrong range, shape or choice
+  validate.ArgumentTypeError      an argument of the wrong type (also a TypeError)
   checkpoints.CheckpointError     a checkpoint damaged, not ours, or for another model
   files.CacheError                the cache folder cannot be used (RuntimeError)
   corpus.CorpusError              the corpus cannot be fetched or fails its check

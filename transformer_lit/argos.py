@@ -20,7 +20,9 @@ from .data import SubwordTokenizer
 from .export import EXPORT_MARKER, to_ctranslate2
 from .files import make_folders, reason, write_atomically
 from .model import Transformer
-from .validate import ArgumentError, check_bool, check_path
+from transformer_lit.validate import (
+    ArgumentError, ArgumentTypeError, check_bool, check_path,
+)
 
 # %% auto #0
 __all__ = ['ARGOS_EXTRA', 'SOURCE', 'TARGET', 'SUFFIX', 'FOLDER', 'UNITS', 'ENDS', 'GAPS', 'METADATA_LIMIT', 'LANGUAGE_CODE',
@@ -197,9 +199,10 @@ def to_argos(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
     """Write model and tokenizer as an Argos Translate package, the file out (a name
     ending in .argosmodel); return its path. force: replace a package to_argos wrote."""
     if not isinstance(model, Transformer):
-        raise ArgumentError(f"model must be a Transformer, got {type(model).__name__}")
+        raise ArgumentTypeError(
+            f"model must be a Transformer, got {type(model).__name__}")
     if not isinstance(tokenizer, SubwordTokenizer):
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"tokenizer must be a SubwordTokenizer, got {type(tokenizer).__name__}")
     path = check_package_path(out, force)
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer_lit.validate import (
-    ArgumentError, check_positive_int, check_probability,
+    ArgumentError, ArgumentTypeError, check_positive_int, check_probability,
 )
 
 # %% auto #0
@@ -27,7 +27,7 @@ def check_mask(mask: Tensor, shape: tuple[int, ...]) -> None:
     `shape`, 1 or full size."""
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"mask must be a bool tensor (True = may attend), got {got}"
         )
     sizes_fit = all(m in (1, s) for m, s in zip(mask.shape[::-1], shape[::-1]))
@@ -108,7 +108,7 @@ def check_qkv(query: Tensor, key: Tensor, value: Tensor, d_model: int) -> None:
     "Raise unless query is (B, Tq, D) and key, value are (B, Tk, D), with D = d_model."
     for name, x in (("query", query), ("key", key), ("value", value)):
         if not isinstance(x, Tensor):
-            raise ArgumentError(
+            raise ArgumentTypeError(
                 f"{name} must be a tensor of shape (B, T, D), got {type(x).__name__}"
             )
         if x.dim() != 3 or x.shape[-1] != d_model:

@@ -30,7 +30,7 @@ from .machine import describe_device
 from transformer_lit.model import (
     Transformer, TransformerConfig, config_from_dict, config_to_dict,
 )
-from .validate import ArgumentError
+from .validate import ArgumentError, ArgumentTypeError
 
 # %% auto #0
 __all__ = ['CHECKPOINT_FORMAT', 'RESERVED', 'TABLE_BYTES', 'MAX_LEN_LIMIT', 'MODEL_FORMAT', 'CONFIG_FILE', 'WEIGHTS_FILE',
@@ -113,7 +113,7 @@ def check_plain_data(value: Any, where: str = "checkpoint") -> None:
     if isinstance(value, dict):
         for k, v in value.items():
             if type(k) not in _PLAIN:
-                raise ArgumentError(
+                raise ArgumentTypeError(
                     f"{where} has a key of type {type(k).__name__}; use str or int keys"
                 )
             check_plain_data(v, f"{where}[{k!r}]")
@@ -121,7 +121,7 @@ def check_plain_data(value: Any, where: str = "checkpoint") -> None:
         for i, v in enumerate(value):
             check_plain_data(v, f"{where}[{i}]")
     else:
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which "
             "torch.load(weights_only=True) refuses; store plain data (str, "
             "numbers, lists, dicts, tensors)"
@@ -382,7 +382,7 @@ def save_model(folder: str | Path, model: Transformer, tokenizer: bytes,
     two files' SHA-256, record), each atomically, config.json last; returns folder."""
     folder, record = Path(folder), {} if record is None else record
     if not isinstance(tokenizer, bytes):
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"tokenizer must be the tokenizer's bytes "
             f"(SubwordTokenizer.to_bytes()), got {type(tokenizer).__name__}"
         )

@@ -21,8 +21,8 @@ from torch import Tensor, nn
 
 from .data import SPECIAL_PIECES, SubwordTokenizer
 from transformer_lit.files import (
-    LockBusy, current_umask, make_folders, reason, release_lock, remove_folders,
-    take_lock,
+    LockBusy, current_umask, is_regular, make_folders, reason, release_lock,
+    remove_folders, take_lock,
 )
 from .model import Transformer
 from .norms import LayerNorm
@@ -291,7 +291,7 @@ def _set_modes(fd: int, umask: int) -> None:
                     continue
                 raise
             try:
-                if stat.S_ISREG(os.fstat(f).st_mode):
+                if is_regular(f):
                     os.fchmod(f, 0o666 & ~umask)
             finally:
                 os.close(f)

@@ -19,7 +19,9 @@ from .data import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer
 from .export import check_export_folder, write_export_folder
 from .model import Transformer
 from .pretrained import load_pretrained, pretrained_folder
-from .validate import ArgumentError, check_bool, check_positive_int
+from transformer_lit.validate import (
+    ArgumentError, ArgumentTypeError, check_bool, check_positive_int,
+)
 
 # %% auto #0
 __all__ = ['HUGGINGFACE_EXTRA', 'require_transformers', 'feature_order', 'huggingface_config', 'load_weights',
@@ -147,8 +149,8 @@ def check_mappable(model: Transformer) -> None:
     (pre-norm) can hold what its config names exactly (one line, naming what they
     lack)."""
     if not isinstance(model, Transformer):
-        raise ArgumentError(f"model must be a transformer_lit Transformer, got "
-                            f"{type(model).__name__}")
+        raise ArgumentTypeError(f"model must be a transformer_lit Transformer, got "
+                                f"{type(model).__name__}")
     c = model.config
     if c.norm_eps != 1e-5:
         raise ArgumentError(f"model: Marian and Pegasus fix LayerNorm eps at 1e-05, "
@@ -194,8 +196,8 @@ def _check_tokenizer(tokenizer: SubwordTokenizer) -> bytes:
     """The tokenizer's character map; ArgumentError unless it is a SubwordTokenizer
     whose settings tokenizer.json can rebuild."""
     if not isinstance(tokenizer, SubwordTokenizer):
-        raise ArgumentError(f"tokenizer must be a transformer_lit SubwordTokenizer, "
-                            f"got {type(tokenizer).__name__}")
+        raise ArgumentTypeError(f"tokenizer must be a transformer_lit "
+                                f"SubwordTokenizer, got {type(tokenizer).__name__}")
     settings, sp = _spm_settings(tokenizer.to_bytes()), tokenizer.sp
     if not settings["bpe"] or not settings["whitespace"] or any(
         sp.is_byte(i) for i in range(tokenizer.vocab_size)
@@ -376,8 +378,8 @@ def to_huggingface(model: Transformer, tokenizer: SubwordTokenizer, out: str | P
     path. force: replace an earlier export there."""
     check_bool("force", force)
     if not isinstance(out, (str, os.PathLike)):
-        raise ArgumentError(f"out must be a folder path (str or Path), got "
-                            f"{type(out).__name__}")
+        raise ArgumentTypeError(f"out must be a folder path (str or Path), got "
+                                f"{type(out).__name__}")
     check_mappable(model)
     _check_tokenizer(tokenizer)
     c, V = model.config, tokenizer.vocab_size

@@ -24,8 +24,8 @@ from .model import Transformer, check_tokens
 from .machine import attention_policy
 from .recipe import autocast_for
 from transformer_lit.validate import (
-    ArgumentError, check_bool, check_int, check_int_tensor, check_number,
-    check_positive_int, check_texts,
+    ArgumentError, ArgumentTypeError, check_bool, check_int, check_int_tensor,
+    check_number, check_positive_int, check_texts,
 )
 
 # %% auto #0
@@ -227,13 +227,13 @@ def _check_generation_fields(c: GenerationConfig) -> None:
         raise ArgumentError("static_cache=True is a mode of the cache: needs use_cache")
     for name in ("decoder", "pick"):
         if getattr(c, name) is not None and not callable(getattr(c, name)):
-            raise ArgumentError(f"{name} must be a function or None, got "
-                                f"{type(getattr(c, name)).__name__}")
+            raise ArgumentTypeError(f"{name} must be a function or None, got "
+                                    f"{type(getattr(c, name)).__name__}")
     if not isinstance(c.processors, (tuple, list)) or not all(
         map(callable, c.processors)
     ):
-        raise ArgumentError("processors must be a tuple of functions (tokens, logits) "
-                            f"-> logits, got {c.processors!r:.60}")
+        raise ArgumentTypeError("processors must be a tuple of functions (tokens, "
+                                f"logits) -> logits, got {c.processors!r:.60}")
     object.__setattr__(c, "processors", tuple(c.processors))  # frozen: set once
 
 
@@ -276,7 +276,7 @@ def _config(config: GenerationConfig | None, options: dict) -> GenerationConfig:
     if config is None:
         config = GenerationConfig()
     if not isinstance(config, GenerationConfig):
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"config must be a GenerationConfig, got {type(config).__name__}"
         )
     fields = [f.name for f in dataclasses.fields(GenerationConfig)]
@@ -498,11 +498,12 @@ def check_front_door(model: object, tokenizer: object) -> None:
     """ArgumentError unless model is a Transformer in evaluation mode and tokenizer a
     SubwordTokenizer."""
     if not isinstance(model, Transformer):
-        raise ArgumentError(f"model must be a Transformer (load_pretrained gives one), "
-                            f"got {type(model).__name__}")
+        raise ArgumentTypeError(f"model must be a Transformer (load_pretrained gives "
+                                f"one), got {type(model).__name__}")
     if not isinstance(tokenizer, SubwordTokenizer):
-        raise ArgumentError(f"tokenizer must be a SubwordTokenizer (load_pretrained "
-                            f"gives one), got {type(tokenizer).__name__}")
+        raise ArgumentTypeError(f"tokenizer must be a SubwordTokenizer "
+                                f"(load_pretrained gives one), got "
+                                f"{type(tokenizer).__name__}")
     _check_evaluating(model)  # the caller's mode: translate never changes it
 
 # %% ../nbs/16_inference.ipynb #cc8add63

@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer_lit.validate import (
-    ArgumentError, check_bool, check_number, check_positive_int, check_probability,
+    ArgumentError, ArgumentTypeError, check_bool, check_number, check_positive_int,
+    check_probability,
 )
 
 # %% auto #0
@@ -24,7 +25,7 @@ __all__ = ['LayerNorm', 'ResidualNorm']
 def _check_last_dim(x: Tensor, d_model: int, name: str = "x") -> None:
     "Raise unless x is a tensor of shape (..., D) with D = d_model."
     if not isinstance(x, Tensor):
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"{name} must be a torch.Tensor of shape (..., D), got {type(x).__name__}"
         )
     if x.dim() == 0 or x.shape[-1] != d_model:

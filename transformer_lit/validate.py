@@ -16,8 +16,12 @@ import torch
 from torch import Tensor
 
 
-class ArgumentError(ValueError, TypeError):
+class ArgumentError(ValueError):
     "A bad argument; the message names it and says what was expected."
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    "An argument of the wrong type: an ArgumentError that is also a TypeError."
 
 
 def _shown(value: object, width: int = 60) -> str:
@@ -26,8 +30,8 @@ def _shown(value: object, width: int = 60) -> str:
     return text if len(text) <= width else f"{text[: width - 5]}...{text[-2:]}"
 
 # %% auto #0
-__all__ = ['ArgumentError', 'check_int', 'check_positive_int', 'check_number', 'check_probability', 'check_bool', 'check_choice',
-           'check_path', 'check_texts', 'check_int_tensor', 'check_token_ids']
+__all__ = ['ArgumentError', 'ArgumentTypeError', 'check_int', 'check_positive_int', 'check_number', 'check_probability',
+           'check_bool', 'check_choice', 'check_path', 'check_texts', 'check_int_tensor', 'check_token_ids']
 
 # %% ../nbs/36_validate.ipynb #f480c43a
 def _int_words(low: int | None, high: int | None) -> str:
@@ -50,7 +54,7 @@ def check_int(
             raise TypeError
         value = operator.index(value)
     except TypeError:
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"{name} must be {_int_words(low, high)}, got {_shown(value)}"
         ) from None
     if (low is not None and value < low) or (high is not None and value > high):
@@ -90,7 +94,9 @@ def check_number(
     interval = _number_words(low, high, low_open, high_open)
     # a real number: int, float, or NumPy's (np.float32 is no float); never a bool
     number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if not number or math.isnan(value):
+    if not number:
+        raise ArgumentTypeError(f"{name} must be {interval}, got {_shown(value)}")
+    if math.isnan(value):
         raise ArgumentError(f"{name} must be {interval}, got {_shown(value)}")
     above = value > low if low_open else value >= low
     below = value < high if high_open else value <= high
@@ -107,14 +113,15 @@ def check_probability(name: str, value: object) -> float:
 def check_bool(name: str, value: object) -> bool:
     "value, if it is True or False; else ArgumentError naming `name`."
     if not isinstance(value, bool):
-        raise ArgumentError(f"{name} must be True or False, got {_shown(value)}")
+        raise ArgumentTypeError(f"{name} must be True or False, got {_shown(value)}")
     return value
 
 
 def check_choice(name: str, value: object, choices: Collection[str]) -> str:
     "value, if it is one of `choices`; else ArgumentError naming `name` and them."
     if not isinstance(value, str) or value not in choices:
-        raise ArgumentError(
+        kind = ArgumentError if isinstance(value, str) else ArgumentTypeError
+        raise kind(
             f"{name} must be one of {', '.join(sorted(choices))}, got {_shown(value)}"
         )
     return value
@@ -123,7 +130,9 @@ def check_choice(name: str, value: object, choices: Collection[str]) -> str:
 def check_path(name: str, value: object) -> Path:
     "Path(value), if value is a str or a path; else ArgumentError naming `name`."
     if not isinstance(value, (str, os.PathLike)):
-        raise ArgumentError(f"{name} must be a path (str or Path), got {_shown(value)}")
+        raise ArgumentTypeError(
+            f"{name} must be a path (str or Path), got {_shown(value)}"
+        )
     return Path(value)
 
 # %% ../nbs/36_validate.ipynb #3a85ab12
@@ -132,19 +141,19 @@ def check_texts(name: str, values: object) -> list[str]:
     and the index of the first wrong item. A lone str is refused: it is a sequence of
     characters, not of texts."""
     if isinstance(values, (str, bytes)):
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"{name} must be a list of str, not a {type(values).__name__}: for one "
             "text, pass [text]"
         )
     try:
         texts = list(values)
     except TypeError:
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"{name} must be a list of str, got {_shown(values)}"
         ) from None
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            raise ArgumentError(f"{name}[{i}] must be a str, got {_shown(text)}")
+            raise ArgumentTypeError(f"{name}[{i}] must be a str, got {_shown(text)}")
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as e:
@@ -162,7 +171,7 @@ def check_int_tensor(
     naming `name`. No look at the values: no wait for a GPU."""
     if not isinstance(value, Tensor):
         where = f" {shape}" if shape else ""
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"{name} must be a tensor of {what}{where}, got {type(value).__name__}"
         )
     if shape is not None:
@@ -176,7 +185,7 @@ def check_int_tensor(
         or value.dtype.is_complex
         or (value.dtype == torch.bool)
     ):
-        raise ArgumentError(f"{name} must hold {what}, got {value.dtype}")
+        raise ArgumentTypeError(f"{name} must hold {what}, got {value.dtype}")
     return value
 
 
