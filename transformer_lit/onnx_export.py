@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .attention import attention_weights, merge_heads, split_heads
+from .attention import attention_weights
 from .data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer
 from .export import check_export_folder, write_export_folder
 from .files import sha256_of
@@ -30,7 +30,7 @@ from .validate import ArgumentError, check_bool, check_path
 # %% auto #0
 __all__ = ['ONNX_EXTRA', 'ENCODER_IO', 'DECODER_IO', 'DYNAMIC', 'OPSET', 'WEIGHTS', 'FORMAT', 'GRAPHS', 'require_onnx_writer',
            'require_onnxruntime', 'EncoderGraph', 'DecoderStepGraph', 'web_tokenizer', 'decode_pieces', 'web_config',
-           'export_onnx', 'OnnxGreedy', 'OnnxTranslator', 'torch_attention']
+           'export_onnx', 'OnnxFolderError', 'OnnxGreedy', 'OnnxTranslator', 'torch_attention']
 
 # %% ../nbs/30_onnx.ipynb #4e3fd216
 ONNX_EXTRA = "pip install 'transformer-lit[onnx]'"  # the package's optional extra
@@ -99,13 +99,12 @@ class EncoderGraph(nn.Module):
         return keys, values, torch.stack(weights)  # ..., (L, H, S, S)
 
 # %% ../nbs/30_onnx.ipynb #c75ad4ee
-def _attend(attn: nn.Module, h: Tensor, k: Tensor,
+def _attend(attn: nn.Module, q: Tensor, k: Tensor,
             v: Tensor) -> tuple[Tensor, Tensor]:
-    """h (1, 1, D) attends to k, v (1, H, Tk, Dh) -> (1, 1, D) and the weights (H, Tk):
-    forward_with_weights' arithmetic, with keys and values given."""
-    q = split_heads(attn.q_proj(h), attn.n_heads)  # (1, 1, D) -> (1, H, 1, Dh)
-    w = attention_weights(q, k)  # (1, H, 1, Tk)
-    return attn.out_proj(merge_heads(w @ v)), w[0, :, 0]  # (1, 1, D), (H, Tk)
+    """Projected q (1, H, 1, Dh) attends to k, v (1, H, Tk, Dh) -> (1, 1, D) by the
+    attention's own attend_heads, as forward does, and the weights (H, Tk) by
+    attention_weights, as forward_with_weights computes them."""
+    return attn.attend_heads(q, k, v), attention_weights(q, k)[0, :, 0]
 
 # %% ../nbs/30_onnx.ipynb #e11e55d1
 class DecoderStepGraph(nn.Module):
@@ -123,16 +122,19 @@ class DecoderStepGraph(nn.Module):
         y = _embed(m, m.tgt_embed, token, position)  # (1, 1, D)
         for i, layer in enumerate(m.decoder.layers):  # chapter 08's three sub-layers
             def self_attention(h: Tensor, i: int = i) -> Tensor:
-                k, v = layer.self_attn.keys_values(h, h)  # (1, H, 1, Dh) each
+                q, k, v = layer.self_attn.project_qkv(h, h, h)  # (1, H, 1, Dh) each
                 k = torch.cat([self_k[i : i + 1], k], dim=2)  # (1, H, T + 1, Dh)
                 v = torch.cat([self_v[i : i + 1], v], dim=2)
                 kept.append((k[0], v[0]))
-                out, w = _attend(layer.self_attn, h, k, v)
+                out, w = _attend(layer.self_attn, q, k, v)
                 seen.append(w)
                 return out
 
             def cross_attention(h: Tensor, i: int = i) -> Tensor:
-                out, w = _attend(layer.cross_attn, h, cross_k[i : i + 1],
+                # a key of length 0: project_qkv projects the query alone, as forward
+                # does with the cache's keys and values (the encoder's, given here)
+                q, _, _ = layer.cross_attn.project_qkv(h, h[:, :0], h[:, :0])
+                out, w = _attend(layer.cross_attn, q, cross_k[i : i + 1],
                                  cross_v[i : i + 1])
                 seen.append(w)
                 return out
@@ -398,6 +400,10 @@ def export_onnx(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path
     return out
 
 # %% ../nbs/30_onnx.ipynb #d4f69277
+class OnnxFolderError(ValueError):
+    "A folder that is not export_onnx's, or whose files are not those web.json names."
+
+
 @dataclass
 class OnnxGreedy:
     """One sentence greedily decoded by the graphs: src (S,) and out ids (</s> last if
@@ -421,10 +427,11 @@ class OnnxTranslator:
         ort, folder = require_onnxruntime(), check_path("folder", folder)
         self.web = json.loads((folder / "web.json").read_text(encoding="utf-8"))
         if self.web.get("format") != FORMAT:
-            raise ValueError(f"{folder / 'web.json'} is not a {FORMAT!r} file")
+            raise OnnxFolderError(f"{folder / 'web.json'} is not a {FORMAT!r} file")
         for name, digest in self.web["files"].items():  # what web.json describes
             if sha256_of(folder / name) != digest:
-                raise ValueError(f"{folder / name} is not the file web.json names")
+                raise OnnxFolderError(f"{folder / name} is not the file web.json "
+                                      "names")
         from tokenizers import Tokenizer
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         options = ort.SessionOptions()
