@@ -21,9 +21,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q torch==2.13.0
 	# dev: the tools of make test and make book; deploy: ctranslate2, which chapter 27
 	# and tests/test_export.py use; huggingface: transformers, which chapter 28,
-	# benchmarks/bench_peers.py and their tests use; argos: chapter 29 (extras of their
-	# own, so that readers can install them alone)
-	$(PY) -m pip install -q -e ".[dev,deploy,huggingface,argos]"
+	# benchmarks/bench_peers.py and their tests use; argos: chapter 29; onnx: chapter 30
+	# and the page Try the model (extras of their own, so that readers can install them
+	# alone)
+	$(PY) -m pip install -q -e ".[dev,deploy,huggingface,argos,onnx]"
 	# LibreTranslate pins old Flask, numpy and requests: a virtual environment of its own
 	# (.venv-libretranslate), which tests/test_argos.py starts the server from
 	PYTHON=$(PYTHON) bash tools/libretranslate_venv.sh

@@ -200,3 +200,34 @@ def test_force_replaces_the_earlier_run_only_once_the_new_one_has_saved(cache, t
     good = ["train", *TINY, "--steps", "3", "--out", str(out), "--force"]
     assert run(good, capsys)[0] == 0
     assert json.loads((out / "results.json").read_text())["steps"] == 3
+
+
+def test_a_run_folder_swapped_for_a_link_writes_nothing_through_it(cache, tmp_path, capsys,
+                                                                    monkeypatch):
+    """Issue 61: another user who may rename entries in --out's parent moves the run folder
+    away and links its name to V after the first checkpoint: every later write went by name,
+    into V (its model and results replaced, status 0). The run writes through the folder it
+    opened, and says where that folder now is."""
+    victim, parent = tmp_path / "V", tmp_path / "P"
+    victim.mkdir()
+    parent.mkdir()
+    for name in ("model.safetensors", "results.json", "checkpoint.pt"):
+        (victim / name).write_text(f"the user's {name}")
+    before = {p.name: p.read_bytes() for p in victim.iterdir()}
+    out, moved = parent / "run", parent / "run.old"
+    real, swapped = cli_train._save_run, []
+
+    def swapping(run, state):   # the swap, made at the first save, before it writes
+        if not swapped:
+            out.rename(moved)
+            out.symlink_to(victim)
+            swapped.append(state.step)
+        return real(run, state)
+
+    monkeypatch.setattr(cli_train, "_save_run", swapping)
+    argv = ["train", *TINY, "--steps", "4", "--checkpoint-every", "2", "--out", str(out)]
+    status, stdout, err = run(argv, capsys)
+    assert swapped == [2]
+    assert {p.name: p.read_bytes() for p in victim.iterdir()} == before
+    assert {"checkpoint.pt", "model.safetensors", "results.json"} <= {p.name for p in moved.iterdir()}
+    assert_one_line_error(status, "", err, str(out), str(moved))

@@ -57,6 +57,7 @@ TypeError. What is wrong outside the arguments has a class of its own:
   corpus.CorpusError              the corpus cannot be fetched or fails its check
   runs.RendezvousError            the processes of a run cannot meet (names why)
   runs.RunFolderError             a run folder that cannot be used as asked
+  onnx_export.OnnxFolderError     an ONNX folder not export_onnx's, or changed since
   files.LockBusy                  a run folder or export that another process holds
   cli.shared.CliError             a user's mistake at the command line: one line, exit 2
   cli.shared.Interrupted          a signal stopped a command: exit 128 + its number

@@ -21,8 +21,8 @@ from torch import Tensor, nn
 
 from .data import SPECIAL_PIECES, SubwordTokenizer
 from transformer_lit.files import (
-    LockBusy, current_umask, is_regular, make_folders, reason, release_lock,
-    remove_folders, take_lock,
+    LockBusy, by_descriptor, current_umask, is_regular, make_folders, open_folder,
+    reason, release_lock, remove_folders, same_folder, take_lock,
 )
 from .model import Transformer
 from .norms import LayerNorm
@@ -260,23 +260,6 @@ def _lock_path(out: Path) -> Path:
     return out.parent / f".{out.name[:64]}.transformer-lit-export.lock"
 
 
-def _opened(folder: Path, fd: int) -> Path:
-    """A name for the folder open at fd that no rename can redirect: /proc/self/fd/N
-    where the system has it (what is written there lands in that folder, whatever its
-    name now points to); else folder's own name."""
-    by_fd = Path(f"/proc/self/fd/{fd}")
-    return by_fd if by_fd.is_dir() else folder
-
-
-def _same_folder(path: Path, fd: int) -> bool:
-    "Whether the name path still names the folder open at fd (not a link, nor another)."
-    try:
-        st, mine = os.lstat(path), os.fstat(fd)
-    except OSError:
-        return False
-    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
-
-
 def _set_modes(fd: int, umask: int) -> None:
     """Everything under the folder open at fd to the mode open and mkdir give (not
     safetensors' 0o600), changed through descriptors: a link is never followed."""
@@ -312,14 +295,14 @@ def _move_in(tmp: Path, fd: int, out: Path, names: list[str], force: bool) -> bo
     out itself if it is new (True), else file by file over an earlier export, checked
     again first (False). A tmp whose name now points elsewhere is refused."""
     if not os.path.lexists(out):
-        if not _same_folder(tmp, fd):  # swapped: renaming it would make out a link
+        if not same_folder(tmp, fd):  # swapped: renaming it would make out a link
             raise FileExistsError(f"{out}: {tmp.name}, the export's hidden folder, was "
                                   "changed by another process during the export; "
                                   "nothing was replaced")
         os.replace(tmp, out)
         return True
     check_export_folder(out, force)   # as it is now, another export done
-    src = _opened(tmp, fd)
+    src = by_descriptor(tmp, fd)
     _check_targets(src, out)
     stale = set(_earlier_files(out)) - set(names)
     for f in src.iterdir():
@@ -342,13 +325,13 @@ def write_export_folder(out: Path, save: Callable[[Path], None],
     # a short name of its own: `.{out.name}...` would pass 255 bytes for a long OUT
     try:
         tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{EXPORT_MARKER}."))
-        fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        fd = open_folder(tmp)
     except OSError as e:  # a folder that cannot be written: named by OUT
         remove_folders(made)
         raise OSError(e.errno, reason(e), str(out)) from e
     whole = False
     try:
-        folder = _opened(tmp, fd)
+        folder = by_descriptor(tmp, fd)
         save(folder)
         names = sorted(os.listdir(fd))
         (folder / EXPORT_MARKER).write_text("\n".join(names) + "\n", encoding="utf-8")
@@ -369,7 +352,7 @@ def write_export_folder(out: Path, save: Callable[[Path], None],
     finally:
         if not whole:  # what is left of ours, removed through the descriptor
             _remove_contents(fd)
-            if _same_folder(tmp, fd):
+            if same_folder(tmp, fd):
                 with contextlib.suppress(OSError):
                     tmp.rmdir()
         os.close(fd)

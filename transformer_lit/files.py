@@ -21,8 +21,9 @@ from typing import IO
 
 # %% auto #0
 __all__ = ['CACHE_ENV', 'NO_SPACE', 'CacheError', 'cache_dir', 'is_regular', 'open_regular', 'sha256_of', 'reason',
-           'current_umask', 'make_folders', 'remove_folders', 'write_atomically', 'write_text_atomically',
-           'read_small_file', 'LockBusy', 'take_lock', 'release_lock', 'check_unlocked', 'holding_lock']
+           'current_umask', 'make_folders', 'open_folder', 'by_descriptor', 'same_folder', 'remove_folders',
+           'write_atomically', 'write_text_atomically', 'read_small_file', 'LockBusy', 'take_lock', 'release_lock',
+           'check_unlocked', 'holding_lock']
 
 # %% ../nbs/34_files.ipynb #22197856
 CACHE_ENV = "TRANSFORMER_LIT_CACHE"  # the environment variable that moves the cache
@@ -168,6 +169,28 @@ def make_folders(folder: Path) -> list[Path]:
         made = "" if in_way == folder else f" ({folder} cannot be made)"
         raise FileExistsError(f"{in_way} is a file, not a folder{made}") from None
     return missing
+
+
+def open_folder(path: str | Path) -> int:
+    "A descriptor of the folder path (not a link to one), for by_descriptor."
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+
+
+def by_descriptor(folder: Path, fd: int) -> Path:
+    """A name for the folder open at fd that no rename can redirect: /proc/self/fd/N
+    where the system has it (what is written there lands in that folder, whatever its
+    name now points to); else folder's own name."""
+    by_fd = Path(f"/proc/self/fd/{fd}")
+    return by_fd if by_fd.is_dir() else folder
+
+
+def same_folder(path: Path, fd: int) -> bool:
+    "Whether the name path still names the folder open at fd (not a link, nor another)."
+    try:
+        st, mine = os.lstat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def remove_folders(made: list[Path]) -> None:

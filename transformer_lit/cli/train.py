@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import signal
@@ -34,7 +35,10 @@ from transformer_lit.cli.shared import (
 from transformer_lit.corpus import (
     ENGLISH_VERSIONS, FRENCH_VERSIONS, load_verses, version_pairs,
 )
-from ..files import NO_SPACE, CacheError, reason, write_atomically
+from transformer_lit.files import (
+    NO_SPACE, CacheError, by_descriptor, open_folder, reason, release_lock, same_folder,
+    write_atomically,
+)
 from transformer_lit.data import (
     SPECIAL_PIECES, SubwordTokenizer, encode_pairs, make_batches, reference_set,
     split_by_book, train_tokenizer,
@@ -47,8 +51,8 @@ from transformer_lit.recipe import (
     PRESETS, TrainSettings, preset_config, preset_settings, preset_vocab_size,
 )
 from transformer_lit.runs import (
-    RunFolderError, World, any_rank, check_run_folder, clear_run, data_parallel,
-    join_processes, leave_processes, release_run_folder, take_run_folder,
+    LOCK_FILE, RunFolderError, World, any_rank, check_run_folder, clear_run,
+    data_parallel, join_processes, leave_processes, release_run_folder, take_run_folder,
     world_from_env,
 )
 from ..scoring import corpus_scores
@@ -313,6 +317,7 @@ def _prepare(args: argparse.Namespace, out: Path, world: World, held: list) -> _
         try:
             check_run_folder(out, args.resume, args.force)
             held.append(take_run_folder(out, args.resume, args.force))
+            held.append(open_folder(out))  # written through, whatever its name becomes
         except RunFolderError as e:
             raise CliError(f"--out {e}") from e
     if args.resume:  # under the lock: no other run writes the checkpoint meanwhile
@@ -366,6 +371,20 @@ class _Run:
     tokenizer: SubwordTokenizer
     saved: list[int]  # steps of the checkpoints on disk, the last one last
     signals: list[int]  # numbers of the signals that asked it to stop
+    folder: int | None = None  # rank 0: a descriptor of --out, the folder it writes
+
+    @property
+    def where(self) -> Path:
+        """--out through its descriptor (chapter 34's by_descriptor): the run writes
+        into the folder it locked, even if another process renames it and puts a link
+        in its place; messages name job.out."""
+        if self.folder is None:
+            return self.job.out
+        return by_descriptor(self.job.out, self.folder)
+
+    def said(self, e: OSError) -> str:
+        "reason(e), naming --out where a path through the descriptor would show."
+        return reason(e).replace(str(self.where), str(self.job.out))
 
 
 def _save_run(run: _Run, state: TrainState) -> Path | None:
@@ -374,7 +393,7 @@ def _save_run(run: _Run, state: TrainState) -> Path | None:
         return None
     job = run.job
     return save_checkpoint(
-        job.out / "checkpoint.pt", run.model, run.optimizer,
+        run.where / "checkpoint.pt", run.model, run.optimizer,
         tokenizer=run.tokenizer.to_bytes(), preset=job.preset,
         settings=asdict(job.settings), state=state.to_dict(),
         snapshots=[[step, weights] for step, weights in state.snapshots],
@@ -400,10 +419,10 @@ def _saver(run: _Run) -> Callable[[TrainState], None]:
             # --force: the old run's other files go once this run has saved (a
             # setting that fails at step 2 leaves the old run whole)
             if run.job.force and not run.saved and run.world.is_main:
-                clear_run(out, keep=("checkpoint.pt",))
+                clear_run(run.where, keep=("checkpoint.pt",))
         except OSError as e:  # the atomic save left the previous checkpoint as it was
             raise CliError(f"cannot save {out / 'checkpoint.pt'} "
-                           f"({reason(e)}); {_last_good(run)}") from e
+                           f"({run.said(e)}); {_last_good(run)}") from e
         run.saved.append(state.step)
 
     return save
@@ -474,7 +493,8 @@ def run_train(args: argparse.Namespace, hooks: RouteHooks | None = None) -> int:
     try:  # SIGTERM before fit's own handlers: the folder is released, not left locked
         with signals_interrupt():
             begun = _prepare(args, out, world, held)
-            return _execute(begun, world, device, hooks or RouteHooks())
+            folder = held[1] if len(held) > 1 else None
+            return _execute(begun, world, device, hooks or RouteHooks(), folder)
     except Exception as e:
         if not out_of_memory(e):
             raise
@@ -482,13 +502,24 @@ def run_train(args: argparse.Namespace, hooks: RouteHooks | None = None) -> int:
                        f"{args.max_tokens or 'of the preset'}; give a smaller "
                        "--max-tokens") from e
     finally:
-        if held:
-            release_run_folder(out, *held[0])
+        _release(out, held)
         leave_processes(world)
 
 
+def _release(out: Path, held: list) -> None:
+    """Release --out's lock (held: its (fd, created), then the folder's descriptor);
+    through the descriptor if out's name no longer names the folder."""
+    if len(held) > 1 and not same_folder(out, held[1]):
+        release_lock(by_descriptor(out, held[1]) / LOCK_FILE, held[0][0])
+    elif held:
+        release_run_folder(out, *held[0])
+    if len(held) > 1:
+        os.close(held[1])
+
+
 def _execute(
-    begun: _Start, world: World, device: torch.device, hooks: RouteHooks
+    begun: _Start, world: World, device: torch.device, hooks: RouteHooks,
+    folder: int | None = None,
 ) -> int:
     "run_train's work, from the run's start to the saved results."
     job, tokenizer, model, state, optimizer_state, splits = begun
@@ -498,7 +529,7 @@ def _execute(
     if optimizer_state is not None:
         load_optimizer(optimizer, optimizer_state, job.out / "checkpoint.pt")
     saved = [state.step] if job.resume else []
-    run = _Run(job, world, device, model, optimizer, tokenizer, saved, signals=[])
+    run = _Run(job, world, device, model, optimizer, tokenizer, saved, [], folder)
     # for the model as fit trains it (a resumed model was loaded in eval mode)
     routes = choose_routes(hooks, job, world, model.train())
     state = _train(run, routes, data, state)
@@ -522,11 +553,11 @@ def _write_results(run: _Run, averaged: Transformer, record: dict) -> None:
     a failed write is one line."""
     out, results = run.job.out, json.dumps(record, indent=1).encode()
     try:
-        save_model(out, averaged, run.tokenizer.to_bytes(), record)
-        write_atomically(out / "results.json", lambda f: f.write(results))
+        save_model(run.where, averaged, run.tokenizer.to_bytes(), record)
+        write_atomically(run.where / "results.json", lambda f: f.write(results))
     except OSError as e:
         fix = "free some space" if e.errno in NO_SPACE else "fix that"
-        raise CliError(f"cannot write the results in {out} ({reason(e)}); "
+        raise CliError(f"cannot write the results in {out} ({run.said(e)}); "
                        f"{_last_good(run)}: {fix} and run the same command with "
                        "--resume to write them") from e
 
@@ -581,5 +612,10 @@ def _finish(run: _Run, routes: TrainRoutes, state: TrainState, valid: list) -> N
             f"(copying the source: BLEU {copy['bleu']:.1f} chrF {copy['chrf']:.1f})"
         )
     written = ", ".join([*MODEL_FILES, "checkpoint.pt", "results.json"])
+    if run.folder is not None and not same_folder(job.out, run.folder):
+        now = os.path.realpath(run.where)  # where the folder now is
+        raise CliError(f"--out {job.out} was moved or replaced by another process "
+                       f"during the run; nothing was written through it: {summary}; "
+                       f"the run's files are in {now}")
     print(f"{summary}\nwrote {written} in {job.out} (translate with --checkpoint "
           f"{job.out})")
