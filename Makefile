@@ -204,7 +204,7 @@ notebooks: $(STAMP)
 	$(MAKE) --no-print-directory export
 	$(PY) tools/run_notebooks.py $(NB)
 
-benchmarks: export
+benchmarks: book
 	for b in benchmarks/bench_*.py; do $(PY) $$b; done
 
 clean:
