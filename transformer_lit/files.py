@@ -176,12 +176,12 @@ def open_folder(path: str | Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
 
 
-def by_descriptor(folder: Path, fd: int) -> Path:
+def by_descriptor(folder: Path, fd: int | None) -> Path:
     """A name for the folder open at fd that no rename can redirect: /proc/self/fd/N
     where the system has it (what is written there lands in that folder, whatever its
-    name now points to); else folder's own name."""
+    name now points to); else (or for fd None) folder's own name."""
     by_fd = Path(f"/proc/self/fd/{fd}")
-    return by_fd if by_fd.is_dir() else folder
+    return by_fd if fd is not None and by_fd.is_dir() else folder
 
 
 def same_folder(path: Path, fd: int) -> bool:

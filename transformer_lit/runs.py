@@ -28,14 +28,15 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from transformer_lit.files import (
-    LockBusy, check_unlocked, is_regular, open_regular, reason, release_lock, take_lock,
+    LockBusy, by_descriptor, check_unlocked, is_regular, open_regular, reason,
+    release_lock, same_folder, take_lock,
 )
 
 # %% auto #0
 __all__ = ['RENDEZVOUS_SECONDS', 'RUN_FILES', 'LOCK_FILE', 'RUN_MARKER', 'RendezvousError', 'World', 'world_from_env',
            'join_processes', 'leave_processes', 'any_rank', 'data_parallel', 'lock_folder', 'stale_temporary_files',
            'RunFolderError', 'mark_run_folder', 'written_by_run', 'check_outside_package', 'check_own_folder',
-           'check_run_folder', 'take_run_folder', 'release_run_folder', 'clear_run']
+           'check_run_folder', 'take_run_folder', 'release_run_folder', 'release_held', 'clear_run']
 
 # %% ../nbs/21_runs.ipynb #78c5c1c0
 class RendezvousError(ValueError):
@@ -465,6 +466,18 @@ def release_run_folder(folder: Path, fd: int, created: Path | None) -> None:
             parent.rmdir()
             if parent == created:
                 break
+
+
+def release_held(folder: Path, held: list) -> None:
+    """release_run_folder for what a command holds of folder (held: the lock's (fd,
+    created), then the folder's descriptor, chapter 34's open_folder); through the
+    descriptor if folder's name no longer names the folder it opened."""
+    if len(held) > 1 and not same_folder(folder, held[1]):
+        release_lock(by_descriptor(folder, held[1]) / LOCK_FILE, held[0][0])
+    elif held:
+        release_run_folder(folder, *held[0])
+    if len(held) > 1:
+        os.close(held[1])
 
 
 def clear_run(folder: Path, keep: Collection[str] = ()) -> None:

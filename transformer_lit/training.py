@@ -23,7 +23,8 @@ from .model import Transformer
 from .machine import attention_policy
 from .recipe import TrainSettings, autocast_for, make_scaler
 from transformer_lit.validate import (
-    ArgumentError, check_int, check_int_tensor, check_positive_int, check_probability,
+    ArgumentError, ArgumentTypeError, check_int, check_int_tensor, check_positive_int,
+    check_probability,
 )
 
 _T = TypeVar("_T")  # the items take_shard shares out
@@ -333,7 +334,7 @@ def _check_fit_args(data: tuple, state: object) -> None:
     """ArgumentError unless data is (train, valid), neither empty, and state a
     TrainState."""
     if not isinstance(state, TrainState | None):  # the options in its place, say
-        raise ArgumentError(
+        raise ArgumentTypeError(
             f"fit's state must be a TrainState, got {type(state).__name__}"
         )
     if len(data) != 2 or isinstance(data[0], EncodedPair) or not all(map(len, data)):

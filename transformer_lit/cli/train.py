@@ -36,7 +36,7 @@ from transformer_lit.corpus import (
     ENGLISH_VERSIONS, FRENCH_VERSIONS, load_verses, version_pairs,
 )
 from transformer_lit.files import (
-    NO_SPACE, CacheError, by_descriptor, open_folder, reason, release_lock, same_folder,
+    NO_SPACE, CacheError, by_descriptor, open_folder, reason, same_folder,
     write_atomically,
 )
 from transformer_lit.data import (
@@ -51,9 +51,8 @@ from transformer_lit.recipe import (
     PRESETS, TrainSettings, preset_config, preset_settings, preset_vocab_size,
 )
 from transformer_lit.runs import (
-    LOCK_FILE, RunFolderError, World, any_rank, check_run_folder, clear_run,
-    data_parallel, join_processes, leave_processes, release_run_folder, take_run_folder,
-    world_from_env,
+    RunFolderError, World, any_rank, check_run_folder, clear_run, data_parallel,
+    join_processes, leave_processes, release_held, take_run_folder, world_from_env,
 )
 from ..scoring import corpus_scores
 from transformer_lit.training import (
@@ -375,11 +374,7 @@ class _Run:
 
     @property
     def where(self) -> Path:
-        """--out through its descriptor (chapter 34's by_descriptor): the run writes
-        into the folder it locked, even if another process renames it and puts a link
-        in its place; messages name job.out."""
-        if self.folder is None:
-            return self.job.out
+        "--out through its descriptor (chapter 34): the folder it locked, even renamed."
         return by_descriptor(self.job.out, self.folder)
 
     def said(self, e: OSError) -> str:
@@ -453,8 +448,7 @@ def _train(
     "fit, saving as it goes (rank 0); a signal, kept in run.signals, stops it."
     world, save, signals = run.world, _saver(run), run.signals
     quiet = run.job.quiet or not world.is_main
-    # SIGINT (Ctrl-C), SIGTERM (timeout, Docker, Slurm) or SIGHUP (the terminal closed):
-    # stop after this step, saved
+    # SIGINT (Ctrl-C), SIGTERM (timeout, Slurm), SIGHUP (terminal closed): stop, saved
     handlers = {s: signal.signal(s, lambda n, _: signals.append(n))
                 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -466,8 +460,7 @@ def _train(
         )
         state = fit(run.model, run.optimizer, data, run.job.settings, state, options)
         save(state)  # a signal during the save only adds to `signals`
-    # the weights are no longer finite: keep the last good save
-    except FloatingPointError as e:
+    except FloatingPointError as e:  # weights no longer finite: keep the last save
         raise CliError(f"{e}; {_last_good(run)}") from e
     finally:
         for s, handler in handlers.items():
@@ -502,25 +495,12 @@ def run_train(args: argparse.Namespace, hooks: RouteHooks | None = None) -> int:
                        f"{args.max_tokens or 'of the preset'}; give a smaller "
                        "--max-tokens") from e
     finally:
-        _release(out, held)
+        release_held(out, held)
         leave_processes(world)
 
 
-def _release(out: Path, held: list) -> None:
-    """Release --out's lock (held: its (fd, created), then the folder's descriptor);
-    through the descriptor if out's name no longer names the folder."""
-    if len(held) > 1 and not same_folder(out, held[1]):
-        release_lock(by_descriptor(out, held[1]) / LOCK_FILE, held[0][0])
-    elif held:
-        release_run_folder(out, *held[0])
-    if len(held) > 1:
-        os.close(held[1])
-
-
-def _execute(
-    begun: _Start, world: World, device: torch.device, hooks: RouteHooks,
-    folder: int | None = None,
-) -> int:
+def _execute(begun: _Start, world: World, device: torch.device, hooks: RouteHooks,
+             folder: int | None) -> int:
     "run_train's work, from the run's start to the saved results."
     job, tokenizer, model, state, optimizer_state, splits = begun
     data = _encode(job, splits, tokenizer, model.config.max_len)
@@ -613,9 +593,8 @@ def _finish(run: _Run, routes: TrainRoutes, state: TrainState, valid: list) -> N
         )
     written = ", ".join([*MODEL_FILES, "checkpoint.pt", "results.json"])
     if run.folder is not None and not same_folder(job.out, run.folder):
-        now = os.path.realpath(run.where)  # where the folder now is
         raise CliError(f"--out {job.out} was moved or replaced by another process "
                        f"during the run; nothing was written through it: {summary}; "
-                       f"the run's files are in {now}")
+                       f"the run's files are in {os.path.realpath(run.where)}")
     print(f"{summary}\nwrote {written} in {job.out} (translate with --checkpoint "
           f"{job.out})")
