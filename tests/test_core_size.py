@@ -20,9 +20,9 @@ import core_size  # noqa: E402
 # the figures on 2026-12-02 at the end of issue 57's round three (they grew in that round:
 # 8411 visible code lines, 3334 exported lines, 42742 words, 560 cells, 234 and 510 at its
 # start); the issue's targets are lower
-CEILINGS = {"visible code lines": 8867, "exported lines": 3426, "prose words": 45103,
-            "code cells": 580, "toy model learns at cell": 234,
-            "own model translates at cell": 518}
+CEILINGS = {"visible code lines": 8842, "exported lines": 3407, "prose words": 45079,
+            "code cells": 579, "toy model learns at cell": 234,
+            "own model translates at cell": 517}
 
 
 def test_core_is_chapters_01_to_20():
