@@ -491,3 +491,14 @@ def test_a_checkpoint_the_user_may_not_read_is_one_line_naming_it(forbidden, mod
                        timeout=120, env=env())
     assert_one_line_error(r.returncode, r.stdout, r.stderr, "Permission denied", forbidden)
     assert "torch.load" not in r.stderr and "damaged" not in r.stderr, r.stderr
+
+
+def test_the_wrote_lines_show_a_folder_name_escaped(model_pt, tmp_path, monkeypatch, capsys):
+    """Issue 61: `export` and `train` echoed --out's terminal escapes raw in their "wrote ..."
+    lines too, not only in errors."""
+    pytest.importorskip("ctranslate2")
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run(["export", "ctranslate2", "out\x1b[2J", "--checkpoint", str(model_pt)],
+                           capsys)
+    assert status == 0 and out.startswith("wrote out\\x1b[2J"), (out, err)
+    assert "\x1b" not in out

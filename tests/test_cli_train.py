@@ -231,3 +231,11 @@ def test_a_run_folder_swapped_for_a_link_writes_nothing_through_it(cache, tmp_pa
     assert {p.name: p.read_bytes() for p in victim.iterdir()} == before
     assert {"checkpoint.pt", "model.safetensors", "results.json"} <= {p.name for p in moved.iterdir()}
     assert_one_line_error(status, "", err, str(out), str(moved))
+
+
+def test_the_wrote_line_shows_the_folder_name_escaped(cache, tmp_path, capsys, monkeypatch):
+    "Issue 61: train's 'wrote ... in OUT' echoed --out's terminal escapes raw."
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run(["train", *TINY, "--steps", "2", "--out", "r\x1b[2J"], capsys)
+    assert status == 0 and "in r\\x1b[2J (translate with --checkpoint r\\x1b[2J)" in out, err
+    assert "\x1b" not in out + err

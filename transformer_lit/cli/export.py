@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..argos import check_package_path, require_onnx, to_argos
 from transformer_lit.cli.shared import (
-    CliError, add_checkpoint_option, load_model, signals_interrupt,
+    CliError, add_checkpoint_option, load_model, printable, signals_interrupt,
 )
 from transformer_lit.export import (
     check_replaceable, quantizations, require_ctranslate2, to_ctranslate2,
@@ -167,5 +167,5 @@ def run_export(args: argparse.Namespace) -> int:
         raise CliError(
             f"cannot write {e.filename}: {said}" if e.filename else said
         ) from e
-    print(f"wrote {out} ({describe(out)})")
+    print(printable(f"wrote {out} ({describe(out)})"))
     return 0

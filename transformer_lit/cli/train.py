@@ -29,7 +29,7 @@ from transformer_lit.checkpoints import (
 )
 from transformer_lit.cli.shared import (
     CliError, add_device_options, as_options, check_compiler, damaged, device_from_args,
-    load_model, load_optimizer, out_of_memory, read_checkpoint, saved_state,
+    load_model, load_optimizer, out_of_memory, printable, read_checkpoint, saved_state,
     signals_interrupt, version_codes,
 )
 from transformer_lit.corpus import (
@@ -517,9 +517,14 @@ def _execute(begun: _Start, world: World, device: torch.device, hooks: RouteHook
     if run.signals:  # 128 + its number, the shell's convention: 130 SIGINT, 143 SIGTERM
         if world.is_main:
             name = signal.Signals(run.signals[0]).name
-            print(f"transformer-lit train: stopped by {name} at step {state.step}; "
-                  f"saved {job.out / 'checkpoint.pt'}; continue with --resume",
-                  file=sys.stderr)
+            print(
+                printable(
+                    f"transformer-lit train: stopped by {name} at step "
+                    f"{state.step}; saved {job.out / 'checkpoint.pt'}; continue "
+                    "with --resume"
+                ),
+                file=sys.stderr,
+            )
         return 128 + run.signals[0]
     if world.is_main:
         batches = make_batches(data.valid, job.settings.max_tokens, seed=0)
@@ -596,5 +601,5 @@ def _finish(run: _Run, routes: TrainRoutes, state: TrainState, valid: list) -> N
         raise CliError(f"--out {job.out} was moved or replaced by another process "
                        f"during the run; nothing was written through it: {summary}; "
                        f"the run's files are in {os.path.realpath(run.where)}")
-    print(f"{summary}\nwrote {written} in {job.out} (translate with --checkpoint "
-          f"{job.out})")
+    print(summary, printable(f"wrote {written} in {job.out} (translate with "
+                             f"--checkpoint {job.out})"), sep="\n")
