@@ -23,6 +23,7 @@ from transformer_lit.positional import (
 )
 from transformer_lit.validate import (
     ArgumentError,
+    ArgumentTypeError,
     check_bool,
     check_choice,
     check_int,
@@ -113,7 +114,7 @@ def config_from_dict(data: Any) -> TransformerConfig:
     """The TransformerConfig of config_to_dict's data; a name it does not know, or a
     missing vocabulary size, is refused with its name."""
     if not isinstance(data, dict):
-        raise ArgumentError(f"a config must be a dict, got {type(data).__name__}")
+        raise ArgumentTypeError(f"a config must be a dict, got {type(data).__name__}")
     known = {f.name for f in fields(TransformerConfig)}
     unknown = sorted(str(k) for k in data if k not in known)
     if unknown:

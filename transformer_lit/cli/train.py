@@ -370,12 +370,8 @@ class _Run:
     tokenizer: SubwordTokenizer
     saved: list[int]  # steps of the checkpoints on disk, the last one last
     signals: list[int]  # numbers of the signals that asked it to stop
-    folder: int | None = None  # rank 0: a descriptor of --out, the folder it writes
-
-    @property
-    def where(self) -> Path:
-        "--out through its descriptor (chapter 34): the folder it locked, even renamed."
-        return by_descriptor(self.job.out, self.folder)
+    folder: int | None  # rank 0: a descriptor of --out, the folder it writes
+    where: Path  # --out through it (chapter 34's by_descriptor), even renamed
 
     def said(self, e: OSError) -> str:
         "reason(e), naming --out where a path through the descriptor would show."
@@ -509,7 +505,9 @@ def _execute(begun: _Start, world: World, device: torch.device, hooks: RouteHook
     if optimizer_state is not None:
         load_optimizer(optimizer, optimizer_state, job.out / "checkpoint.pt")
     saved = [state.step] if job.resume else []
-    run = _Run(job, world, device, model, optimizer, tokenizer, saved, [], folder)
+    where = by_descriptor(job.out, folder)  # what messages show is job.out
+    run = _Run(job, world, device, model, optimizer, tokenizer, saved, [], folder,
+               where)
     # for the model as fit trains it (a resumed model was loaded in eval mode)
     routes = choose_routes(hooks, job, world, model.train())
     state = _train(run, routes, data, state)
@@ -517,14 +515,9 @@ def _execute(begun: _Start, world: World, device: torch.device, hooks: RouteHook
     if run.signals:  # 128 + its number, the shell's convention: 130 SIGINT, 143 SIGTERM
         if world.is_main:
             name = signal.Signals(run.signals[0]).name
-            print(
-                printable(
-                    f"transformer-lit train: stopped by {name} at step "
-                    f"{state.step}; saved {job.out / 'checkpoint.pt'}; continue "
-                    "with --resume"
-                ),
-                file=sys.stderr,
-            )
+            path = printable(str(job.out / "checkpoint.pt"))
+            print(f"transformer-lit train: stopped by {name} at step {state.step}; "
+                  f"saved {path}; continue with --resume", file=sys.stderr)
         return 128 + run.signals[0]
     if world.is_main:
         batches = make_batches(data.valid, job.settings.max_tokens, seed=0)
