@@ -22,8 +22,7 @@ from transformer_lit.positional import (
     MAX_LEN, LearnedPositionalEncoding, PositionalEncoding,
 )
 from transformer_lit.validate import (
-    ArgumentError,
-    ArgumentTypeError,
+    ArgumentError, ArgumentTypeError,
     check_bool,
     check_choice,
     check_int,
