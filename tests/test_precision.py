@@ -94,8 +94,10 @@ def test_the_scaler_state_travels_in_the_train_state():
 
 def test_the_cudnn_attention_policy_is_scoped_and_restored():
     """attention_policy (chapter 35) turns cuDNN's attention off inside its block on CUDA
-    only, and puts back what was there, also after an error; fit and the decoding hold it
-    while they run, and nothing else in the package touches the switch (issue 47)."""
+    only, and puts back what was there, also after an error; the command line, an entry
+    point, holds it while a subcommand runs, no library function does (STYLE 26: fit and
+    the decoding run what they are given), and nothing else in the package touches the
+    switch (issue 47)."""
     from transformer_lit import machine
     flag = {"on": True}
     with mock.patch.object(torch.backends.cuda, "enable_cudnn_sdp",
@@ -116,7 +118,8 @@ def test_the_cudnn_attention_policy_is_scoped_and_restored():
         assert flag["on"]
     package = Path(machine.__file__).parent
     for name in ("training.py", "inference.py"):
-        assert "attention_policy(device)" in (package / name).read_text(), name
+        assert "attention_policy(" not in (package / name).read_text(), name
+    assert "attention_policy(gpu)" in (package / "cli" / "__init__.py").read_text()
     touching = sorted(p.name for p in package.rglob("*.py")
                       if "enable_cudnn_sdp(" in p.read_text())
     assert touching == ["machine.py"], touching

@@ -21,7 +21,6 @@ from .cache import KVCache
 from .data import BOS_ID, EOS_ID, SubwordTokenizer
 from .masking import padding_mask
 from .model import Transformer, check_tokens
-from .machine import attention_policy
 from .recipe import autocast_for
 from transformer_lit.validate import (
     ArgumentError, ArgumentTypeError, check_bool, check_int, check_int_tensor,
@@ -526,7 +525,7 @@ def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
         chunk = order[k : k + batch_size]
         src = _pad_rows([ids[i] for i in chunk], model.config.pad_id).to(device)
         limit = torch.tensor([limits[i] for i in chunk], device=device)
-        with autocast_for(device), attention_policy(device):  # chapters 10, 35
+        with autocast_for(device):  # chapter 10
             rows = decode(src, limit)
         for r, i in enumerate(chunk):
             out = rows[r][1 : 1 + limits[i]]  # tokenizer.decode stops at eos

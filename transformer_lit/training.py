@@ -20,7 +20,6 @@ from transformer_lit.data import (
     PAD_ID, Batch, EncodedPair, batch_plan, collate, make_batches,
 )
 from .model import Transformer
-from .machine import attention_policy
 from .recipe import TrainSettings, autocast_for, make_scaler
 from transformer_lit.validate import (
     ArgumentError, ArgumentTypeError, check_int, check_int_tensor, check_positive_int,
@@ -284,50 +283,49 @@ def fit(
     _check_fit_args(data, state)
     (train, valid), device = data, next(model.parameters()).device
     options, state = options or FitOptions(), state or TrainState()
-    with attention_policy(device):  # cuDNN attention off while fit runs (ch. 35)
-        forward = _forward_for(model, settings, options.parallel)
-        max_tokens = settings.max_tokens
-        valid_batches = [b.to(device) for b in make_batches(valid, max_tokens, 0)]
-        batches = batch_stream(train, max_tokens, settings.seed, state, options.shard)
-        scaler = make_scaler(device, settings)
-        if state.scaler:
-            scaler.load_state_dict(state.scaler)
-        step_options = StepOptions(forward, scaler)  # the same for every step
-        bar = _progress_bar(options.progress, settings, state)
-        start, seconds0, tokens0 = time.perf_counter(), state.seconds, state.tokens
-        saved_at = state.seconds  # the last on_checkpoint
-        schedule = model.config.d_model, settings.warmup, settings.lr_factor  # eq. 3
-        model.train()
-        while not _budget_spent(state, settings):
-            # between steps: the state can be saved as is
-            if options.stop is not None and options.stop():
-                bar.close()
-                return state
-            batch = next(batches)
-            state.tokens += int((batch.tgt_out != model.config.pad_id).sum())
-            lr = noam_lr(state.step + 1, *schedule)
-            t = time.perf_counter()
-            terms = options.step(
-                model, batch.to(device), optimizer, lr, settings, step_options
-            )
-            state.scaler = scaler.state_dict() if scaler.is_enabled() else None
-            _record(state, terms, lr, time.perf_counter() - t)
-            state.seconds = seconds0 + time.perf_counter() - start
-            tok_s = (state.tokens - tokens0) / (state.seconds - seconds0)
-            bar.update()
-            loss = state.train_log[-1][1]
-            bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}")
-            log = options.log
-            _evaluate_and_keep(model, state, settings, valid_batches, log, tok_s)
-            if options.on_checkpoint and (
-                state.step % settings.checkpoint_every == 0
-                or state.seconds - saved_at >= 60 * settings.checkpoint_minutes
-            ):
-                options.on_checkpoint(state)
-                saved_at = state.seconds
-        bar.close()
-        finish = options.finish
-        return finish_run(model, state, settings, valid_batches) if finish else state
+    forward = _forward_for(model, settings, options.parallel)
+    max_tokens = settings.max_tokens
+    valid_batches = [b.to(device) for b in make_batches(valid, max_tokens, 0)]
+    batches = batch_stream(train, max_tokens, settings.seed, state, options.shard)
+    scaler = make_scaler(device, settings)
+    if state.scaler:
+        scaler.load_state_dict(state.scaler)
+    step_options = StepOptions(forward, scaler)  # the same for every step
+    bar = _progress_bar(options.progress, settings, state)
+    start, seconds0, tokens0 = time.perf_counter(), state.seconds, state.tokens
+    saved_at = state.seconds  # the last on_checkpoint
+    schedule = model.config.d_model, settings.warmup, settings.lr_factor  # eq. 3
+    model.train()
+    while not _budget_spent(state, settings):
+        # between steps: the state can be saved as is
+        if options.stop is not None and options.stop():
+            bar.close()
+            return state
+        batch = next(batches)
+        state.tokens += int((batch.tgt_out != model.config.pad_id).sum())
+        lr = noam_lr(state.step + 1, *schedule)
+        t = time.perf_counter()
+        terms = options.step(
+            model, batch.to(device), optimizer, lr, settings, step_options
+        )
+        state.scaler = scaler.state_dict() if scaler.is_enabled() else None
+        _record(state, terms, lr, time.perf_counter() - t)
+        state.seconds = seconds0 + time.perf_counter() - start
+        tok_s = (state.tokens - tokens0) / (state.seconds - seconds0)
+        bar.update()
+        loss = state.train_log[-1][1]
+        bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:,.0f}")
+        log = options.log
+        _evaluate_and_keep(model, state, settings, valid_batches, log, tok_s)
+        if options.on_checkpoint and (
+            state.step % settings.checkpoint_every == 0
+            or state.seconds - saved_at >= 60 * settings.checkpoint_minutes
+        ):
+            options.on_checkpoint(state)
+            saved_at = state.seconds
+    bar.close()
+    finish = options.finish
+    return finish_run(model, state, settings, valid_batches) if finish else state
 
 # %% ../nbs/13_training.ipynb #d647c8b8
 def _check_fit_args(data: tuple, state: object) -> None:

@@ -15,9 +15,12 @@ import sys
 from collections.abc import Iterator, Sequence
 from functools import partial
 
+import torch
+
 from .export import add_export_command
 from .shared import CliError, report
 from ..files import reason
+from ..machine import attention_policy
 from .train import RouteHooks, add_train_command, run_train
 from .translate import add_translate_command
 from ..fast import training_step_for
@@ -90,15 +93,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is None:  # started with standard output closed (>&-)
         return report(args.command, CliError("standard output is closed"))
     try:
-        with whole_output(args.command):
+        # the process-wide GPU attention switch (chapter 35), set here, at the entry
+        # point
+        gpu = "cuda" if torch.cuda.is_available() else "cpu"
+        with whole_output(args.command), attention_policy(gpu):
             return args.handler(args)
     except CliError as e:
         return report(args.command, e)
     # Ctrl-C, or a signal signals_interrupt turned into one
     except KeyboardInterrupt as e:
         signum = getattr(e, "signum", signal.SIGINT)
-        print(f"transformer-lit {args.command}: interrupted by "
-              f"{signal.Signals(signum).name}", file=sys.stderr)
+        print(
+            f"transformer-lit {args.command}: interrupted by "
+            f"{signal.Signals(signum).name}",
+            file=sys.stderr,
+        )
         return 128 + signum
     # `... | head -1` closed the pipe: stop quietly, as Unix tools do
     except BrokenPipeError:
@@ -107,8 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except OSError as e:  # e.g. standard output on a full disk
         # one that names a file is about that file, not the output
-        said = (f"{e.filename}: {reason(e)}" if e.filename
-                else f"cannot write the output ({reason(e)})")
+        said = (
+            f"{e.filename}: {reason(e)}"
+            if e.filename
+            else f"cannot write the output ({reason(e)})"
+        )
         return report(args.command, CliError(said))
 
 # %% ../../nbs/32_cli.ipynb #5f0c2a12
