@@ -188,3 +188,24 @@ def test_the_readme_python_blocks_print_what_they_say():
             exec(block, {})
         shown = block.rstrip().splitlines()[-1]
         assert shown.startswith("# ") and printed.getvalue().strip() == shown[2:], block
+
+
+def test_core_chapters_import_only_the_core_and_the_reference_part():
+    """Issue 57: a core chapter (01-20, before the Engineering part) teaches with the core's
+    modules and calls the Reference part's (the appendix any chapter may use); it imports
+    nothing that the Engineering or the speed parts write (run folders, the command line,
+    the fast paths, the exports)."""
+    chapters = toc_chapters()
+    core = chapters[:chapters.index(next(s for s in chapters if s.startswith("21_")))]
+    modules = {exported_module(code(stem)) for stem in chapters} - {None}
+    allowed = {exported_module(code(stem)) for stem in core + reference_chapters()}
+    taken = {stem: imported_modules(code(stem), modules) - allowed for stem in core}
+    assert {"training", "inference", "validate"} <= allowed
+    assert not {stem: found for stem, found in taken.items() if found}
+
+
+def test_the_core_import_rule_sees_an_engineering_import():
+    found = imported_modules("from transformer_lit.runs import RunFolder\n"
+                             "from transformer_lit import fast, model\n",
+                             {"runs", "fast", "model"})
+    assert found == {"runs", "fast", "model"}
