@@ -3,7 +3,8 @@
 The English book is built at the site's root and the Chinese one under zh/ (the Makefile's
 `site` target: the same sources, with `language = "zh_CN"` and the catalogues of locales/).
 Each page opens with a link to the same page in the other language (`<link rel="alternate"
-hreflang>` in its head too). A Chinese page whose catalogue is not wholly translated (a message
+hreflang>` in its head too); clicked, it leads to the section the reader was reading
+(book/_static/language_switch.js: both books give a section the same anchor). A Chinese page whose catalogue is not wholly translated (a message
 left empty or marked fuzzy) says so in one line, in Chinese, above its English text.
 
 The part names of the table of contents (_toc.yml's captions) are not in any page's
@@ -144,6 +145,7 @@ def setup(app):
     keep_link_anchors()
     app.connect("builder-inited", check_catalogues)
     app.connect("html-page-context", add_switch)
+    app.add_js_file("language_switch.js", defer="defer")   # the switch keeps the section
     app.connect("doctree-read", translate_parts)
     app.connect("doctree-read", keep_heading_slugs)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -108,6 +108,10 @@ def on_source_read(app, docname: str, source: list[str]) -> None:
     source[0] = json.dumps(nb)
 
 
+# the label's words in the Chinese book (the file's name stays as it is)
+EXPORTED_TO = {"zh_CN": "导出到 "}
+
+
 def label_exported_cells(app, doctree) -> None:
     "Put a label naming the target file first inside every exported code cell."
     for cell in doctree.findall(nodes.container):
@@ -116,7 +120,7 @@ def label_exported_cells(app, doctree) -> None:
         target = (cell.get("cell_metadata") or {}).get("nbdev_export")
         if target:
             label = nodes.paragraph("", "", classes=["nbdev-export-label"])
-            label += nodes.Text("exported to ")
+            label += nodes.Text(EXPORTED_TO.get(app.config.language, "exported to "))
             label += nodes.literal(target, target)
             cell.insert(0, label)
 
