@@ -50,15 +50,18 @@ PACKAGE = "transformer_lit"
 # stale build/lib would put files in the wheel that the package no longer has.
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", PACKAGE)
 QUICK_ENV = "TRANSFORMER_LIT_QUICK"
+# transformer_lit.figures draws a figure in the languages this names: both, as
+# tools/run_notebooks.py stores them (chapter 44)
+FIGURES_ENV, BOTH_LANGUAGES = "TRANSFORMER_LIT_FIGURES", "en,zh_CN"
 QUICK_TAG = "quick-ignore-output"
 # The notebooks that take longest under nbval, slowest first (2-core machine, quick switch on,
 # one thread per kernel; measured 2026-11-26: 19_your_model 68 s, 13_training 54 s,
 # 16_inference 34 s; 2026-12-02: 30_onnx's group of four 82 s, the export most of it; the
 # others from earlier runs): started first, they do not leave one worker running alone at
 # the end.
-SLOW = ("30_onnx", "19_your_model", "13_training", "25_speed", "26_fast_decoding", "12_data",
-        "32_cli", "16_inference", "09_transformer", "20_analysis", "11_corpus", "29_argos",
-        "28_huggingface", "18_pretrained")
+SLOW = ("30_onnx", "19_your_model", "42_deeper_results", "13_training", "25_speed",
+        "26_fast_decoding", "12_data", "32_cli", "16_inference", "09_transformer",
+        "20_analysis", "11_corpus", "29_argos", "28_huggingface", "18_pretrained")
 GROUP = 4  # the other notebooks, this many to one pytest run
 # A kernel that exits before it answers, at its start: jupyter_client picks its five ports by
 # binding port 0 and letting go, and the kernel binds them a moment later; the other job's
@@ -201,6 +204,7 @@ def main(argv: list[str]) -> int:
         # torch reads OMP_NUM_THREADS for its intra-op pool; MKL its own variable
         env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
         env.pop(QUICK_ENV, None)
+        env[FIGURES_ENV] = BOTH_LANGUAGES   # figures drawn as the stored outputs were
         if not args.full:
             env[QUICK_ENV] = "1"
         check_import(site, env, cwd=tmp)

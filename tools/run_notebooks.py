@@ -5,6 +5,7 @@ Execution counts then run 1..n, which nbval and tests/test_notebooks.py rely on.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -41,7 +42,12 @@ def run(path: Path, timeout: int = 1800) -> None:
     nbformat.write(nb, path)
 
 
+# transformer_lit.figures draws each figure in both of the book's languages for the
+# stored outputs; the book keeps the page's (book/_ext/figure_languages.py, chapter 44)
+FIGURES_ENV, BOTH_LANGUAGES = "TRANSFORMER_LIT_FIGURES", "en,zh_CN"
+
 if __name__ == "__main__":
+    os.environ[FIGURES_ENV] = BOTH_LANGUAGES   # the kernels inherit it
     paths = [Path(p) for p in sys.argv[1:]] or sorted((ROOT / "nbs").glob("*.ipynb"))
     for p in paths:
         t = time.perf_counter()
