@@ -1,5 +1,6 @@
 """The book's diagrams: nbs/figures/*.svg are valid SVG, placed in a chapter with alt text, and
-exactly what tools/diagrams.py draws."""
+exactly what tools/diagrams.py draws. Each is drawn in Chinese too (NAME.zh_CN.svg, which the
+Chinese build shows in its place; tests/test_diagrams_zh.py)."""
 from __future__ import annotations
 
 import json
@@ -35,14 +36,15 @@ def figure_references() -> list[tuple[str, str, str | None]]:
     return refs
 
 
-SVGS = sorted(FIGURES.glob("*.svg"))
+ALL_SVGS = sorted(FIGURES.glob("*.svg"))                           # both languages
+SVGS = [p for p in ALL_SVGS if not p.stem.endswith(".zh_CN")]      # the ones chapters place
 
 
 def test_there_are_diagrams():
     assert len(SVGS) >= 9, [p.name for p in SVGS]
 
 
-@pytest.mark.parametrize("path", SVGS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", ALL_SVGS, ids=lambda p: p.name)
 def test_svg_is_valid_and_sized(path: Path):
     root = ET.parse(path).getroot()   # raises on malformed XML
     assert root.tag == f"{SVG_NS}svg"
@@ -73,11 +75,12 @@ def test_every_figure_reference_resolves():
 
 
 def test_generator_reproduces_the_committed_files(tmp_path: Path):
-    "tools/diagrams.py draws byte-for-byte the committed SVGs, and no others."
+    "tools/diagrams.py draws byte-for-byte the committed SVGs, in both languages, and no others."
     subprocess.run([sys.executable, str(ROOT / "tools" / "diagrams.py"), str(tmp_path)], check=True,
                    cwd=tmp_path)
     made = sorted(p.name for p in tmp_path.glob("*.svg"))
-    assert made == [p.name for p in SVGS]
+    assert made == [p.name for p in ALL_SVGS]
+    assert len(made) == 2 * len(SVGS), "each diagram in English and in Chinese"
     for name in made:
         assert (tmp_path / name).read_bytes() == (FIGURES / name).read_bytes(), (
             f"{name} differs from what tools/diagrams.py draws: run it and commit nbs/figures/")

@@ -3,15 +3,24 @@
     python tools/diagrams.py            # writes nbs/figures/*.svg (commit them)
     python tools/diagrams.py OUT_DIR    # writes them into OUT_DIR instead (tests/test_diagrams.py)
 
+Each diagram is drawn twice: NAME.svg in English and NAME.zh_CN.svg for the Chinese edition,
+its labels from the table ZH below (its <desc> from ZH_DESC). The chapters show NAME.svg; the
+Chinese build shows NAME.zh_CN.svg in its place by itself (a chapter's <img> is a Sphinx image,
+book/_ext/nbdev_directives.py, and Sphinx's figure_language_filename prefers the file named
+for the build's language). The alt texts are the chapters' own, translated in their catalogues.
+
 Each diagram is one function below that returns an `Svg`. The SVG is written by hand (boxes,
 lines and real <text>), so the text stays sharp at any zoom and can be searched; matplotlib is
 used only to measure text. Nothing random, no dates, no generated ids (so no `svg.hashsalt` to
 set): running the script twice gives the same bytes, which the tests check.
 
 Text widths are measured with DejaVu Sans, the font matplotlib ships and the first font the SVG
-asks for. Before a file is written, `Svg.check` refuses a label that overlaps another label,
-is crossed by a line or sticks out of its box, and a line that runs through a box: a layout that
-would make a reader stumble fails here rather than in a screenshot.
+asks for; in a Chinese drawing the characters DejaVu lacks are measured with WenQuanYi Micro
+Hei, the first of the CJK fonts that drawing asks for next (a CJK character is one em wide in
+all of them). Before a file is written, `Svg.check` refuses a label that overlaps another label,
+is crossed by a line or sticks out of its box, and a line that runs through a box, and in a
+Chinese drawing a label that is still English (`english_words`): a layout that would make a
+reader stumble fails here rather than in a screenshot.
 
 Conventions shared by all diagrams: data flows upwards, as in the paper's figures; colours follow
 the paper's Figure 1 (orange attention, blue feed-forward, yellow add & norm, pink embeddings);
@@ -22,8 +31,11 @@ readable on a phone).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import math
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +46,12 @@ FIGURES = ROOT / "nbs" / "figures"
 
 FONT = "DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
 MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
+# the Chinese drawings: the same fonts for Latin text, then CJK fonts for the rest (a browser
+# takes each character from the first font that has it); measured with WenQuanYi Micro Hei
+CJK_FONTS = ("WenQuanYi Micro Hei, Noto Sans CJK SC, Source Han Sans SC, PingFang SC, "
+             "Microsoft YaHei")
+FONT_ZH = FONT.replace(", sans-serif", f", {CJK_FONTS}, sans-serif")
+MONO_ZH = MONO.replace(", monospace", f", {CJK_FONTS}, monospace")
 INK, LINE, MUTED, WHITE = "#1f2328", "#4b5563", "#6b7280", "#ffffff"
 ATTN, FFN, NORM, EMB, OUT = "#fcd9b6", "#cfe3f6", "#fff0a6", "#f8d3de", "#e3d9f4"
 FRAME, FRAME_EDGE = "#f3f4f6", "#aab2bd"
@@ -47,12 +65,17 @@ Point = tuple[float, float]
 
 # -- measuring and checking ------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
-def text_width(s: str, size: float, mono: bool = False, bold: bool = False) -> float:
-    "Width of s in px at font size `size`, measured with DejaVu Sans (Mono)."
+def text_width(s: str, size: float, mono: bool = False, bold: bool = False,
+               cjk: bool = False) -> float:
+    "Width of s in px at font size `size`, measured with DejaVu Sans (Mono), then (cjk) WenQuanYi."
     from matplotlib.font_manager import FontProperties
     from matplotlib.textpath import TextToPath
-    font = FontProperties(family="DejaVu Sans Mono" if mono else "DejaVu Sans",
-                          weight="bold" if bold else "normal", size=100)
+    family = ["DejaVu Sans Mono" if mono else "DejaVu Sans"]
+    if cjk:   # the characters DejaVu lacks come from the CJK font, as in the browser
+        family.append("WenQuanYi Micro Hei Mono" if mono else "WenQuanYi Micro Hei")
+    font = FontProperties(family=family, weight="bold" if bold else "normal", size=100)
+    # WenQuanYi has no bold face: matplotlib measures its regular one and logs that it did
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     w, _, _ = TextToPath().get_text_width_height_descent(s, font, ismath=False)
     return w * size / 100
 
@@ -61,6 +84,54 @@ def num(v: float) -> str:
     "A coordinate as short, fixed text: 12, 12.5, 12.25 (never 12.000000001)."
     s = f"{v:.2f}".rstrip("0").rstrip(".")
     return "0" if s == "-0" else s
+
+
+# -- the two languages -------------------------------------------------------------------------
+LANGUAGES = ("en", "zh_CN")   # zh_CN: NAME.zh_CN.svg, which Sphinx's Chinese build shows
+_LANGUAGE = ["en"]
+
+
+@contextlib.contextmanager
+def language(lang: str):
+    "Draw in `lang` inside the block: Svg.text and Svg.render translate through ZH."
+    assert lang in LANGUAGES, lang
+    _LANGUAGE.append(lang)
+    try:
+        yield
+    finally:
+        _LANGUAGE.pop()
+
+
+def chinese() -> bool:
+    return _LANGUAGE[-1] == "zh_CN"
+
+
+def tr(s: str) -> str:
+    "s in the language being drawn: the English itself, or its entry in ZH (else s unchanged)."
+    return ZH.get(s, s) if chinese() else s
+
+
+# Words a Chinese drawing keeps in Latin letters: names the Chinese chapters keep too (glossary:
+# Transformer, softmax, logits), shape letters, code values, the example sentences' tokens.
+KEPT = {"Transformer", "softmax", "argmax", "logits", "Concat", "log", "True", "False",
+        "Tq", "Tk", "Dh", "Tmax",
+        "the", "cat", "sat", "le", "chat", "assit", "pad", "un", "chien", "dort", "mange", "est"}
+_WORD = re.compile(r"[A-Za-z][A-Za-z_]*[A-Za-z]")
+_CODE_AFTER = re.compile(r"\s*(=|//|%)|[(.]")   # `rows = `, `index // V`, `f(`, `cache.`
+_CODE_BEFORE = re.compile(r"(=|//|%)\s*$|\.$|\w\($")   # `= index`, `.reorder`, `f(rows`
+
+
+def english_words(s: str) -> list[str]:
+    """The English words of a label: words of two or more letters that are neither in KEPT nor
+    code (a name with _, or a name in an expression: `cache.reorder(rows)`, `index // V`)."""
+    words = []
+    for m in _WORD.finditer(s):
+        w = m.group()
+        code = ("_" in w or _CODE_AFTER.match(s, m.end()) is not None
+                or _CODE_BEFORE.search(s[:m.start()]) is not None)
+        if w not in KEPT and not code:
+            words.append(w)
+    return words
 
 
 @dataclass(frozen=True)
@@ -135,6 +206,7 @@ class Svg:
         self.solids: list[tuple[Box, str]] = []   # boxes that lines must not cross
         self.frames: list[tuple[Box, str]] = []   # containers: a label is inside or outside
         self.segments: list[tuple[Point, Point]] = []
+        self.english: list[str] = []              # Chinese drawing: labels still English
 
     def rect(self, box: Box, fill: str, stroke: str = LINE, rx: float = 6, width: float = 1.3,
              dash: str | None = None, solid: bool | None = True, name: str = "") -> Box:
@@ -152,7 +224,10 @@ class Svg:
              mono: bool = False, bold: bool = False, italic: bool = False, color: str = INK,
              check: bool = True, rotate: bool = False) -> Box:
         "One line of text whose vertical middle is at y (rotate: reads upwards, middle at x)."
-        w = text_width(s, size, mono, bold)
+        s = tr(s)
+        if chinese() and english_words(s):
+            self.english.append(s)
+        w = text_width(s, size, mono, bold, cjk=chinese())
         if rotate:   # a quarter turn anticlockwise: the text runs upwards from y
             y0 = {"start": y - w, "middle": y - w / 2, "end": y}[anchor]
             bbox = Box(x - 0.42 * size, y0, 0.84 * size, w)
@@ -166,7 +241,7 @@ class Svg:
         if anchor != "start":
             attrs.append(f'text-anchor="{anchor}"')
         if mono:
-            attrs.append(f'font-family="{MONO}"')
+            attrs.append(f'font-family="{MONO_ZH if chinese() else MONO}"')
         if bold:
             attrs.append('font-weight="bold"')
         if italic:
@@ -260,18 +335,25 @@ class Svg:
         problems += [f"a line {p}-{q} runs through box {name or b}"
                      for b, name in self.solids for p, q in self.segments
                      if segment_hits(b.inset(1), p, q)]
+        problems += [f"text {s!r} keeps English words {english_words(s)}: add it to ZH"
+                     for s in self.english]
+        if chinese():
+            problems += [f"no Chinese {what} of {self.title!r} in {table}"
+                         for what, table, d in (("title", "ZH", ZH), ("desc", "ZH_DESC", ZH_DESC))
+                         if self.title not in d]
         if problems:
             raise ValueError(f"{self.title}:\n  " + "\n  ".join(problems))
 
     def render(self) -> str:
         self.check()
         w, h = num(self.width), num(self.height)
+        lang, font = (' xml:lang="zh-CN"', FONT_ZH) if chinese() else ("", FONT)
         return "\n".join([
-            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" '
-            f'height="{h}" role="img" aria-labelledby="title desc" font-family="{FONT}" '
+            f'<svg xmlns="http://www.w3.org/2000/svg"{lang} viewBox="0 0 {w} {h}" width="{w}" '
+            f'height="{h}" role="img" aria-labelledby="title desc" font-family="{font}" '
             f'fill="{INK}">',
-            f'<title id="title">{escape(self.title)}</title>',
-            f'<desc id="desc">{escape(self.desc)}</desc>',
+            f'<title id="title">{escape(tr(self.title))}</title>',
+            f'<desc id="desc">{escape(ZH_DESC[self.title] if chinese() else self.desc)}</desc>',
             f'<rect width="{w}" height="{h}" fill="{WHITE}"/>',
             *self.parts,
             "</svg>",
@@ -570,7 +652,8 @@ def attention_multi_head() -> Svg:
     svg.arrow([(bar.right + 14, bar.cy), (px - 14, bar.cy)])
     for h in range(H):
         g = grid(svg, px, bar_y - 36 + h * 28, cell, [[HEAD_COLOURS[h]] * Dh], name=f"head {h}")
-        svg.text(g.right + 10, g.cy, f"head {h}: features {h * Dh}…{h * Dh + Dh - 1}", SMALL,
+        svg.text(g.right + 10, g.cy,
+                 tr("head {}: features {}…{}").format(h, h * Dh, h * Dh + Dh - 1), SMALL,
                  anchor="start", color=MUTED)
     svg.height = bar_y + 98
     return svg
@@ -791,8 +874,8 @@ def attention_sites_masks() -> Svg:
             svg.text(gx - 6, gy + (i + 0.5) * cell, t, 12, anchor="end")
         g = grid(svg, gx, gy, cell, mask_fills(mask), name=title)
         svg.text(tx, gy + 8, title, LABEL, anchor="start", bold=True)
-        svg.text(tx, gy + 34, f"queries: {queries}", SMALL, anchor="start")
-        svg.text(tx, gy + 54, f"keys, values: {keys}", SMALL, anchor="start")
+        svg.text(tx, gy + 34, tr("queries: {}").format(tr(queries)), SMALL, anchor="start")
+        svg.text(tx, gy + 54, tr("keys, values: {}").format(tr(keys)), SMALL, anchor="start")
         svg.text(tx, gy + 80, expr, 13, anchor="start", mono=True)
         svg.text(tx, gy + 104, shape, 13, anchor="start", mono=True, color=MUTED)
         y = g.bottom + 26
@@ -988,15 +1071,231 @@ def beam_reorder() -> Svg:
     svg.text(ax + 2.5 * cell, ry - 14, "after", SMALL, color=MUTED)
     for b in range(k):
         y = ry + b * 36
-        svg.text(bx - 10, y + cell / 2, f"row {b}", 13, anchor="end")
+        svg.text(bx - 10, y + cell / 2, tr("row {}").format(b), 13, anchor="end")
         grid(svg, bx, y, cell, [[blend(colours[b], 0.55)] * 5], name=f"before {b}")
-        svg.text(ax - 10, y + cell / 2, f"row {b}", 13, anchor="end")
+        svg.text(ax - 10, y + cell / 2, tr("row {}").format(b), 13, anchor="end")
         grid(svg, ax, y, cell, [[blend(colours[origin[b]], 0.55)] * 5], name=f"after {b}")
     for r, b in enumerate(origin):
         y0, y1 = ry + b * 36 + cell / 2, ry + r * 36 + cell / 2
         svg.arrow([(bx + 5 * cell + 8, y0), (ax - 56, y1)], color=colours[b], head=7)
     svg.height = ry + k * 36 + 16
     return svg
+
+
+# -- the Chinese drawings ----------------------------------------------------------------------
+# Every label of the English drawings, in Chinese, with the terms of book/glossary.md and of the
+# chapters' catalogues (编码器, 掩蔽, 层规范化, 暂退法, 词元, 束搜索, 键值缓存, ...). Code names,
+# shapes and the example sentences stay as they are. A label of a Chinese drawing that keeps
+# English words (english_words) stops its drawing in Svg.check: add the label here.
+ZH: dict[str, str] = {
+    # shared
+    "output": "输出", "linear": "线性层", "linear D → D": "线性层 D → D",
+    "add & norm": "残差连接和层规范化", "feed-forward": "前馈网络", "LayerNorm": "层规范化",
+    "final LayerNorm": "最终的层规范化", "once, after layer N": "只在第 N 层之后用一次",
+    "multi-head": "多头", "masked multi-head": "掩蔽多头", "self-attention": "自注意力",
+    "cross-attention": "交叉注意力", "masked self-attention": "掩蔽自注意力",
+    "mask: causal": "因果掩蔽", "mask: source padding": "源序列填充掩蔽",
+    "embedding × √D": "嵌入 × √D", "+ positional encoding": "+ 位置编码",
+    "post-norm (the paper)": "后规范化（论文的做法）",
+    "pre-norm (norm_first=True)": "前规范化（norm_first=True）",
+    "to the next layer": "送往下一层", "from the layer below": "来自上一层",
+    "memory": "记忆",
+    # (a) architecture
+    "The Transformer: encoder, decoder and output projection, with tensor shapes":
+        "Transformer：编码器、解码器和输出投影，标有张量形状",
+    "The Transformer (post-norm, as in the paper)": "Transformer（后规范化，与论文相同）",
+    "next-token probabilities": "下一个词元的概率",
+    "softmax over V": "在 V 上做 softmax",
+    "linear  D → V": "线性层  D → V",
+    "weights = target embedding": "权重 = 目标嵌入",
+    "target tokens, shifted right": "目标词元（右移）",
+    "source tokens": "源词元",
+    "memory (B, S, D)": "记忆 (B, S, D)",
+    "read by all N decoder layers": "N 个解码器层都读取它",
+    "B batch, S source length,": "B 批量大小，S 源序列长度，",
+    "T target length, D = d_model,": "T 目标序列长度，D = d_model，",
+    "V vocabulary": "V 词表大小",
+    # (b) attention_sdpa
+    "Scaled dot-product attention with a mask": "带掩蔽的缩放点积注意力",
+    "Scaled dot-product attention with a mask (eq. 1)": "带掩蔽的缩放点积注意力（公式 1）",
+    "… = any leading dimensions, e.g. (B, H);  Tq queries, Tk keys;  Dh = the paper's d_k":
+        "… = 任意前导维度，如 (B, H)；Tq 个查询，Tk 个键；Dh = 论文中的 d_k",
+    "weights × V": "权重 × V",
+    "softmax over the keys": "在键上做 softmax",
+    "each row sums to 1": "每行之和为 1",
+    "weights (…, Tq, Tk)": "权重 (…, Tq, Tk)",
+    "where mask is False:": "掩蔽为 False 的位置：",
+    "score ← −∞": "分数 ← −∞",
+    "scores (…, Tq, Tk)": "分数 (…, Tq, Tk)",
+    "mask (…, Tq, Tk)": "掩蔽 (…, Tq, Tk)",
+    "True = may attend": "True = 可以关注",
+    "weights": "权重",
+    "0 where blocked": "被阻止处为 0",
+    # (c) attention_multi_head
+    "Multi-head attention: project, split into heads, attend, merge, project":
+        "多头注意力：投影，拆分成头，注意力，合并，投影",
+    "Multi-head attention: one reshape, not a loop": "多头注意力：一次变形，而不是循环",
+    "D = H · Dh;  shapes on the right follow the query (keys, values: Tk for Tq)":
+        "D = H · Dh；右侧的形状按查询标注（键、值：把 Tq 换成 Tk）",
+    "output projection Wᴼ": "输出投影 Wᴼ",
+    "merge heads = Concat": "合并各头 = Concat",
+    "transpose, reshape": "转置，变形",
+    "scaled dot-product attention": "缩放点积注意力",
+    "every head at once, as a batch": "所有头一次算完，当作批量",
+    "split heads": "拆分成头",
+    "reshape (B, Tq, H, Dh),": "变形为 (B, Tq, H, Dh)，",
+    "transpose T and H": "再转置 T 和 H",
+    "query": "查询", "key": "键", "value": "值",
+    "split heads, one position (D = 12, H = 4, Dh = 3):":
+        "拆分成头，一个位置（D = 12，H = 4，Dh = 3）：",
+    "D features": "D 个特征",
+    "head {}: features {}…{}": "头 {}：特征 {}…{}",
+    # (d) norm_placement, encoder_layer, decoder_layer
+    "Post-norm and pre-norm: where the LayerNorm sits around a sub-layer":
+        "后规范化与前规范化：层规范化在子层周围的位置",
+    "Where the norm goes: post-norm and pre-norm": "规范化放在哪里：后规范化与前规范化",
+    "green: the residual path, which skips the sub-layer": "绿色：残差路径，它绕过子层",
+    "dropout": "暂退法",
+    "sub-layer": "子层",
+    "attention or feed-forward": "注意力或前馈网络",
+    "Post-norm puts a LayerNorm on the residual path in every sub-layer.":
+        "后规范化在每个子层的残差路径上都放了一个层规范化。",
+    "Pre-norm keeps that path a chain of additions; its stack then needs":
+        "前规范化让这条路径只是一串加法；",
+    "one final LayerNorm after the last layer.":
+        "这样它的堆叠需要在最后一层之后再加一个层规范化。",
+    "The encoder layer, post-norm and pre-norm": "编码器层：后规范化与前规范化",
+    "The encoder layer": "编码器层",
+    "input and output (B, S, D); dropout before each + not drawn":
+        "输入和输出 (B, S, D)；每个 + 之前的暂退法未画出",
+    "The decoder layer, post-norm and pre-norm": "解码器层：后规范化与前规范化",
+    "The decoder layer": "解码器层",
+    "input and output (B, T, D), memory (B, S, D); dropout not drawn":
+        "输入和输出 (B, T, D)，记忆 (B, S, D)；暂退法未画出",
+    # (e) attention_sites_masks
+    "The three attention sites and their masks": "三处注意力及其掩蔽",
+    "Three attention sites, three masks": "三处注意力，三种掩蔽",
+    "rows: queries · columns: keys": "行：查询 · 列：键",
+    "may attend (True)": "可以关注（True）",
+    "blocked (False)": "被阻止（False）",
+    "encoder self-attention": "编码器自注意力",
+    "decoder masked self-attention": "解码器掩蔽自注意力",
+    "decoder cross-attention": "解码器交叉注意力",
+    "queries: {}": "查询：{}", "keys, values: {}": "键、值：{}",
+    "source": "源序列", "target": "目标序列", "memory (source)": "记忆（源序列）",
+    "(B, 1, 1, S) → scores (B, H, S, S)": "(B, 1, 1, S) → 分数 (B, H, S, S)",
+    "(T, T) → scores (B, H, T, T)": "(T, T) → 分数 (B, H, T, T)",
+    "(B, 1, 1, S) → scores (B, H, T, S)": "(B, 1, 1, S) → 分数 (B, H, T, S)",
+    # (f) kv_cache
+    "One cached decoding step: the newest token through every decoder layer":
+        "带缓存的一个解码步：最新的词元穿过每个解码器层",
+    "The KV cache: one decoding step": "键值缓存：解码的一步",
+    "step t feeds one position; the cache holds what steps 0 … t − 1 computed":
+        "第 t 步只输入一个位置；缓存存着第 0 … t − 1 步算出的结果",
+    "next token (B,)": "下一个词元 (B,)",
+    "argmax, or a beam step": "argmax，或束搜索的一步",
+    "linear D → V (tied)": "线性层 D → V（权重共享）",
+    "layer ℓ of L": "第 ℓ 层（共 L 层）",
+    "project q only": "只投影 q",
+    "project q, k, v (B, H, 1, Dh)": "投影 q, k, v (B, H, 1, Dh)",
+    "+ PE at position t": "+ 位置 t 的位置编码",
+    "newest token (B, 1)": "最新的词元 (B, 1)",
+    "fed back: step t + 1": "送回：第 t + 1 步",
+    "self-attention cache, layer ℓ": "第 ℓ 层的自注意力缓存",
+    "write k, v": "写入 k, v",
+    "read 0 … t": "读取 0 … t",
+    "cross-attention cache, layer ℓ": "第 ℓ 层的交叉注意力缓存",
+    "projected from the memory once,": "由记忆投影而来，只算一次，",
+    "before step 0": "在第 0 步之前",
+    "read all S": "读取全部 S 个",
+    "written at steps 0 … t − 1": "第 0 … t − 1 步写入",
+    "written at step t": "第 t 步写入",
+    "empty until later steps": "空着，留给以后的步",
+    # (g) beam_reorder
+    "Beam search: k beams expand to k·V candidates, the best k survive, the cache follows":
+        "束搜索：k 个束扩展成 k·V 个候选，最好的 k 个留下，缓存随之重排",
+    "Beam search: expand, keep the best k, reorder the cache":
+        "束搜索：扩展，保留最好的 k 个，重排缓存",
+    "one sentence, k = 3 beams, toy vocabulary V = 5; numbers: summed log-probabilities":
+        "一个句子，k = 3 个束，玩具词表 V = 5；数字：对数概率之和",
+    "beams at step t": "第 t 步的束",
+    "k·V candidates: score + log p(token)": "k·V 个候选：分数 + log p(词元)",
+    "top-3 of all 15: parent = index // V, token = index % V":
+        "全部 15 个中的前 3 个：父束 = index // V，词元 = index % V",
+    "beams at step t + 1": "第 t + 1 步的束",
+    "every layer's cache rows follow their parent beam:": "每一层缓存的各行都跟随其父束：",
+    "cache.reorder(rows), rows = [0, 0, 2]  (index_select on the beam rows)":
+        "cache.reorder(rows)，rows = [0, 0, 2]（在束的各行上做 index_select）",
+    "before": "重排前", "after": "重排后",
+    "row {}": "第 {} 行",
+}
+
+# The longer description (<desc>) of each Chinese drawing, by its English title. Its English is
+# in the drawing's function: a change there is for the Chinese here too.
+ZH_DESC: dict[str, str] = {
+    "The Transformer: encoder, decoder and output projection, with tensor shapes": (
+        "编码器-解码器 Transformer 自下而上的数据通路（后规范化，与论文相同）。左侧：源词元 "
+        "(B, S) 经过嵌入，乘以 D 的平方根，加上位置编码，然后穿过 N 个编码器层；每层是多头自注意力"
+        "和一个前馈网络，二者之后各有带残差路径的残差连接和层规范化。编码器的输出，即记忆 "
+        "(B, S, D)，作为键和值进入每个解码器层的交叉注意力。右侧：右移后的目标词元 (B, T) "
+        "以同样方式嵌入，穿过 N 个解码器层：掩蔽自注意力、查询来自解码器的交叉注意力、前馈网络，"
+        "每个之后都有残差连接和层规范化。一个与目标嵌入共享权重的线性层给出 logits (B, T, V)，"
+        "softmax 函数再给出下一个词元的概率。"),
+    "Scaled dot-product attention with a mask": (
+        "自下而上：查询 Q (..., Tq, Dh) 与键 K (..., Tk, Dh) 相乘，得到分数 Q K 转置 "
+        "(..., Tq, Tk)，除以 Dh 的平方根；然后凡是掩蔽项为 False 的分数都换成负无穷；在键上做的 "
+        "softmax 把每一行变成和为 1 的权重，掩蔽阻止的位置恰好为 0；权重乘以值 V (..., Tk, Dh) "
+        "得到输出 (..., Tq, Dh)。步骤旁边是一个 4 乘 4 的因果掩蔽（True = 可以关注）"
+        "及其允许的权重。"),
+    "Multi-head attention: project, split into heads, attend, merge, project": (
+        "自下而上：查询 (B, Tq, D)、键和值 (B, Tk, D) 各自经过一个 D 到 D 的线性层，然后 "
+        "split_heads 把 (B, Tq, D) 变形为 (B, Tq, H, Dh) 并转置为 (B, H, Tq, Dh)，使每个头成为"
+        "批量中单独的一项。缩放点积注意力一次在全部 H 个头上运行，得到 (B, H, Tq, Dh)；"
+        "merge_heads 转置并变形回 (B, Tq, D)，这就是各个头的 Concat；输出投影 W^O 把 D 映射到 D。"
+        "下方：一个词元的 D 个特征切成 H = 4 个头，每个头 Dh 个特征：头 h 拥有第 h*Dh 到 "
+        "(h+1)*Dh - 1 个特征。"),
+    "Post-norm and pre-norm: where the LayerNorm sits around a sub-layer": (
+        "用残差连接和层规范化包装一个子层（注意力或前馈网络）的两种方式，左右并排。左侧是论文的"
+        "后规范化：子层的输出经过暂退法，加回输入 x，再做层规范化：y = LayerNorm(x + "
+        "Dropout(Sublayer(x)))。右侧是前规范化（norm_first=True）：先做层规范化，再经过子层和"
+        "暂退法，然后加回输入 x：y = x + Dropout(Sublayer(LayerNorm(x)))；残差路径是一串加法，"
+        "堆叠需要在最后一层之后再加一个层规范化。在后规范化中，每个层规范化都在残差路径上。"),
+    "The encoder layer, post-norm and pre-norm": (
+        "一个编码器层画了两遍，数据自下而上流动。左侧是论文的后规范化：在源序列上的多头自注意力"
+        "（源序列填充掩蔽），加回其输入，层规范化；然后是前馈网络，加回其输入，层规范化。右侧是"
+        "前规范化（norm_first=True）：每个子层之前做层规范化，之后加回输入，并在第 N 层之后再做"
+        "一次最终的层规范化。残差路径画在每一列的左侧。每次相加之前的暂退法没有画出。"),
+    "The decoder layer, post-norm and pre-norm": (
+        "一个解码器层画了两遍，数据自下而上流动。左侧是论文的后规范化："
+        "在目标序列上的掩蔽多头自注意力（因果掩蔽），相加，层规范化；"
+        "交叉注意力，其查询来自解码器，键和值来自编码器的记忆（源序列填充掩蔽），相加，层规范化；前馈网络，相加，层规范化。右侧是前规范化"
+        "（norm_first=True）：每个子层之前做层规范化（记忆进入时不经解码器规范化），之后加回输入，"
+        "并在第 N 层之后再做一次最终的层规范化。残差路径画在每一列的右侧。"
+        "每次相加之前的暂退法没有画出。"),
+    "The three attention sites and their masks": (
+        "第 04 章第一个句对的三个掩蔽：源序列 'the cat sat' 填充到 S = 5，目标序列 "
+        "'<s> le chat s’assit' 填充到 T = 6；行是查询，列是键，蓝色表示可以关注（True），灰色表示"
+        "被阻止（False）。编码器自注意力：查询和键都来自源序列，padding_mask(src, pad)，形状 "
+        "(B, 1, 1, S)：两个填充列对每一行都被阻止。解码器掩蔽自注意力：查询和键都来自目标序列，"
+        "causal_mask(T)，形状 (T, T)：下三角，其中四个真实的行已经阻止了两个填充列。交叉注意力："
+        "查询来自目标序列，键和值来自编码器的记忆，padding_mask(src, pad)，形状 (B, 1, 1, S)："
+        "每个目标行都看到三个真实的源词元。"),
+    "One cached decoding step: the newest token through every decoder layer": (
+        "带缓存解码的第 t 步，数据自下而上流动。只有最新的词元 (B, 1) 进入：它经过嵌入，加上位置 t "
+        "的位置编码，得到 (B, 1, D)。在 L 个解码器层的每一层中，掩蔽自注意力把它投影为形状 "
+        "(B, H, 1, Dh) 的 q, k, v，把 k 和 v 写入该层自注意力缓存 self_k, self_v "
+        "(L, B, H, Tmax, Dh) 的槽位 t，并让 q 关注槽位 0 到 t。交叉注意力只投影 q；它的键和值 "
+        "cross_k, cross_v (L, B, H, S, Dh) 在第 0 步之前由编码器的记忆投影而来，只算一次。经过"
+        "前馈子层和最后一层之后，权重共享的输出投影给出 logits (B, V)；选出的词元作为第 t + 1 步"
+        "最新的词元送回。"),
+    "Beam search: k beams expand to k·V candidates, the best k survive, the cache follows": (
+        "一个句子的束搜索的一步，k = 3 个束，玩具词表有 V = 5 个词元。"
+        "左侧：各个束及其对数概率之和。"
+        "中间：k 乘 V 的候选网格，每个候选是束的分数加上下一个词元的对数概率；全部 k·V 个候选中"
+        "最好的 3 个加了粗框。右侧：新的束，按名次编号，颜色与其父束相同：两个来自同一个父束，"
+        "有一个束没有子束。下方：缓存的行（每层中每个束一行）用 index_select 按父束收集：第 "
+        "[0, 0, 2] 行。"),
+}
 
 
 DIAGRAMS = {   # file name -> drawing; each shown in the chapter its comment above names
@@ -1012,11 +1311,19 @@ DIAGRAMS = {   # file name -> drawing; each shown in the chapter its comment abo
 }
 
 
+def file_name(name: str, lang: str) -> str:
+    "architecture.svg, architecture.zh_CN.svg (Sphinx's figure_language_filename's default)."
+    return f"{name}.svg" if lang == "en" else f"{name}.{lang}.svg"
+
+
 def main(argv: list[str]) -> None:
     out = Path(argv[0]) if argv else FIGURES
     out.mkdir(parents=True, exist_ok=True)
-    for name, draw in DIAGRAMS.items():
-        (out / f"{name}.svg").write_text(draw().render(), encoding="utf-8", newline="\n")
+    for lang in LANGUAGES:
+        with language(lang):
+            for name, draw in DIAGRAMS.items():
+                (out / file_name(name, lang)).write_text(draw().render(), encoding="utf-8",
+                                                         newline="\n")
 
 
 if __name__ == "__main__":
