@@ -188,6 +188,8 @@ def check_diagrams(page, doc: str, lang: str = "en") -> None:
         " ok: i.complete && i.naturalWidth > 0, w: i.getBoundingClientRect().width}))")
     for src, alt in wanted:
         name = src.rsplit("/", 1)[-1]
+        if lang == "zh":   # the Chinese drawing, NAME.zh_CN.svg (tests/test_diagrams_zh.py)
+            name = name.replace(".svg", ".zh_CN.svg")
         hits = [i for i in shown if i["src"].rsplit("/", 1)[-1] == name]
         assert hits, f"{doc}: diagram {src} is not on the page"
         for img in hits:
