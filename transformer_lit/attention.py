@@ -12,33 +12,21 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transformer_lit.deeper_blocks import (  # checks, the bridge to PyTorch (ch. 37)
+    check_mask, check_qkv, copy_from_torch_mha, to_torch_attn_mask,
+)
 from transformer_lit.validate import (
-    ArgumentError, ArgumentTypeError, check_positive_int, check_probability,
+    ArgumentError,
+    check_positive_int,
+    check_probability,
 )
 
-# %% auto #0
-__all__ = ['check_mask', 'open_empty_rows', 'attention_weights', 'scaled_dot_product_attention', 'split_heads', 'merge_heads',
-           'fused_attention', 'check_qkv', 'MultiHeadAttention', 'copy_from_torch_mha', 'to_torch_attn_mask', 'KVSlot',
-           'both_masks']
+_all_ = ["check_mask", "check_qkv", "copy_from_torch_mha", "to_torch_attn_mask"]
 
-# %% ../nbs/03_attention.ipynb #cf63ac32
-def check_mask(mask: Tensor, shape: tuple[int, ...]) -> None:
-    """Raise unless `mask` is bool and (Tq, Tk) or, per dimension of the scores'
-    `shape`, 1 or full size."""
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise ArgumentTypeError(
-            f"mask must be a bool tensor (True = may attend), got {got}"
-        )
-    sizes_fit = all(m in (1, s) for m, s in zip(mask.shape[::-1], shape[::-1]))
-    if mask.dim() not in (2, len(shape)) or not sizes_fit:
-        raise ArgumentError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores "
-            f"{tuple(shape)}: "
-            f"give (Tq, Tk) or {len(shape)} dimensions, each 1 or full size, e.g. "
-            "(B, 1, Tq, Tk); a padding mask (B, S) must be (B, 1, 1, S), as "
-            "padding_mask (chapter 04) returns it"
-        )
+# %% auto #0
+__all__ = ['open_empty_rows', 'attention_weights', 'scaled_dot_product_attention', 'split_heads', 'merge_heads',
+           'fused_attention', 'MultiHeadAttention', 'KVSlot', 'both_masks', 'check_mask', 'check_qkv',
+           'copy_from_torch_mha', 'to_torch_attn_mask']
 
 # %% ../nbs/03_attention.ipynb #11d477d2
 def open_empty_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
@@ -82,7 +70,6 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
     x = x.reshape(B, T, n_heads, D // n_heads)  # (B, T, D) -> (B, T, H, Dh)
     return x.transpose(1, 2)                    # (B, T, H, Dh) -> (B, H, T, Dh)
 
-# %% ../nbs/03_attention.ipynb #2605aaa3
 def merge_heads(x: Tensor) -> Tensor:
     "(B, H, T, Dh) -> (B, T, D): the Concat of §3.2.2."
     B, H, T, Dh = x.shape
@@ -102,30 +89,6 @@ def fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
         q, k, v, attn_mask=allowed, dropout_p=dropout_p
     )
     return out.masked_fill(~has_key, 0.0)
-
-# %% ../nbs/03_attention.ipynb #d01f862b
-def check_qkv(query: Tensor, key: Tensor, value: Tensor, d_model: int) -> None:
-    "Raise unless query is (B, Tq, D) and key, value are (B, Tk, D), with D = d_model."
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(x, Tensor):
-            raise ArgumentTypeError(
-                f"{name} must be a tensor of shape (B, T, D), got {type(x).__name__}"
-            )
-        if x.dim() != 3 or x.shape[-1] != d_model:
-            raise ArgumentError(
-                f"{name} must have shape (B, T, D) with D = d_model = {d_model}, "
-                f"got {tuple(x.shape)}"
-            )
-    if key.shape[1] != value.shape[1]:
-        raise ArgumentError(
-            f"key and value must have the same length Tk, got key {tuple(key.shape)}, "
-            f"value {tuple(value.shape)}"
-        )
-    if not query.shape[0] == key.shape[0] == value.shape[0]:
-        raise ArgumentError(
-            "query, key and value must have the same batch size B, got "
-            f"{query.shape[0]}, {key.shape[0]}, {value.shape[0]}"
-        )
 
 # %% ../nbs/03_attention.ipynb #3f428172
 class MultiHeadAttention(nn.Module):
@@ -214,47 +177,6 @@ class MultiHeadAttention(nn.Module):
         heads = F.dropout(weights, p) @ v  # (B, H, Tq, Tk) @ (B, H, Tk, Dh)
         return self.out_proj(merge_heads(heads)), weights
 
-# %% ../nbs/03_attention.ipynb #0678e6a0
-@torch.no_grad()
-def copy_from_torch_mha(
-    ours: MultiHeadAttention, theirs: nn.MultiheadAttention
-) -> MultiHeadAttention:
-    """Copy an nn.MultiheadAttention's weights (same D and H, with biases) into ours;
-    returns ours."""
-    if (theirs.embed_dim, theirs.num_heads) != (ours.d_model, ours.n_heads):
-        raise ArgumentError(
-            f"theirs has (embed_dim, num_heads) = "
-            f"{(theirs.embed_dim, theirs.num_heads)}, "
-            f"ours has (d_model, n_heads) = {(ours.d_model, ours.n_heads)}"
-        )
-    if (
-        theirs.in_proj_weight is None
-        or theirs.in_proj_bias is None
-        or theirs.bias_k is not None
-    ):
-        raise ArgumentError(
-            "theirs must have one stacked in_proj_weight, bias=True, add_bias_kv=False"
-        )
-    for proj, w, b in zip(
-        (ours.q_proj, ours.k_proj, ours.v_proj),
-        theirs.in_proj_weight.chunk(3),
-        theirs.in_proj_bias.chunk(3),
-    ):
-        proj.weight.copy_(w)
-        proj.bias.copy_(b)
-    ours.out_proj.weight.copy_(theirs.out_proj.weight)
-    ours.out_proj.bias.copy_(theirs.out_proj.bias)
-    return ours
-
-# %% ../nbs/03_attention.ipynb #5a8d07ef
-def to_torch_attn_mask(mask: Tensor, shape: tuple[int, int, int, int]) -> Tensor:
-    """Our mask (True = may attend) -> nn.MultiheadAttention's attn_mask (True =
-    blocked), (B*H, Tq, Tk)."""
-    B, H, Tq, Tk = shape
-    check_mask(mask, shape)
-    # invert: theirs, True = blocked
-    return ~mask.expand(B, H, Tq, Tk).reshape(B * H, Tq, Tk)
-
 # %% ../nbs/03_attention.ipynb #3dc5ad03
 class KVSlot(Protocol):
     """One attention's part of a KV cache (chapter 15): what it kept before, and a place
@@ -267,7 +189,6 @@ class KVSlot(Protocol):
         """Keep the new positions' k, v -> every key and value kept, and a mask of the
         ones that may be attended (None: all)."""
 
-# %% ../nbs/03_attention.ipynb #97b8b2d4
 def both_masks(
     mask: Tensor | None, other: Tensor | None, shape: tuple[int, ...]
 ) -> Tensor | None:

@@ -13,26 +13,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .deeper_blocks import check_last_dim, check_same_shape  # ch. 37
 from transformer_lit.validate import (
-    ArgumentError, ArgumentTypeError, check_bool, check_number, check_positive_int,
-    check_probability,
+    check_bool, check_number, check_positive_int, check_probability,
 )
 
 # %% auto #0
 __all__ = ['LayerNorm', 'ResidualNorm']
-
-# %% ../nbs/05_norms.ipynb #d041eb9b
-def _check_last_dim(x: Tensor, d_model: int, name: str = "x") -> None:
-    "Raise unless x is a tensor of shape (..., D) with D = d_model."
-    if not isinstance(x, Tensor):
-        raise ArgumentTypeError(
-            f"{name} must be a torch.Tensor of shape (..., D), got {type(x).__name__}"
-        )
-    if x.dim() == 0 or x.shape[-1] != d_model:
-        raise ArgumentError(
-            f"{name} must have shape (..., D) with D = d_model = {d_model}, got "
-            f"{tuple(x.shape)}"
-        )
 
 # %% ../nbs/05_norms.ipynb #ad070067
 class LayerNorm(nn.Module):
@@ -50,7 +37,7 @@ class LayerNorm(nn.Module):
 
     def explicit(self, x: Tensor) -> Tensor:
         "The formula written out step by step, to read and check: (..., D) -> (..., D)."
-        _check_last_dim(x, self.d_model)  # x: (..., D), e.g. (B, T, D)
+        check_last_dim(x, self.d_model)  # x: (..., D), e.g. (B, T, D)
         mean = x.mean(dim=-1, keepdim=True)  # (..., D) -> (..., 1)
         # (..., 1), biased: divides by D
         var = (x - mean).pow(2).mean(dim=-1, keepdim=True)
@@ -61,22 +48,11 @@ class LayerNorm(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """The same function through PyTorch's fused kernel (what the model runs): (...,
         D) -> (..., D)."""
-        _check_last_dim(x, self.d_model)
+        check_last_dim(x, self.d_model)
         return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, eps={self.eps}"
-
-# %% ../nbs/05_norms.ipynb #a7f34938
-def _check_same_shape(out: Tensor, x: Tensor) -> Tensor:
-    """Return out if it has x's shape (..., D); a mismatch would broadcast silently in
-    the residual sum."""
-    if not isinstance(out, Tensor) or out.shape != x.shape:
-        got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
-        raise ArgumentError(
-            f"sublayer must return a tensor of x's shape {tuple(x.shape)}, got {got}"
-        )
-    return out
 
 # %% ../nbs/05_norms.ipynb #b5573ae3
 class ResidualNorm(nn.Module):
@@ -97,11 +73,11 @@ class ResidualNorm(nn.Module):
         self.dropout = nn.Dropout(dropout)  # residual dropout, §5.4
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
-        _check_last_dim(x, self.norm.d_model)  # x: (..., D), e.g. (B, T, D)
+        check_last_dim(x, self.norm.d_model)  # x: (..., D), e.g. (B, T, D)
         if self.norm_first:  # pre-norm: x + Dropout(Sublayer(LayerNorm(x)))
-            return x + self.dropout(_check_same_shape(sublayer(self.norm(x)), x))
+            return x + self.dropout(check_same_shape(sublayer(self.norm(x)), x))
         # post-norm, §3.1
-        return self.norm(x + self.dropout(_check_same_shape(sublayer(x), x)))
+        return self.norm(x + self.dropout(check_same_shape(sublayer(x), x)))
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"

@@ -8,8 +8,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .deeper_blocks import check_positions  # shape, offset (ch. 37)
 from transformer_lit.validate import (
-    ArgumentError, check_int, check_positive_int, check_probability,
+    ArgumentError,
+    check_positive_int,
+    check_probability,
 )
 
 # positions the tables hold unless told otherwise: TransformerConfig's default max_len
@@ -36,21 +39,6 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> Tensor:
     # (max_len, D/2, 2) -> (max_len, D): sin, cos interleaved
     return pe.flatten(1).float()
 
-# %% ../nbs/02_positional_encoding.ipynb #7b858d58
-def _check_positions(x: Tensor, d_model: int, max_len: int, offset: int) -> int:
-    "Validate x (B, T, D) and offset against the table; return offset as an int."
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ArgumentError(f"x must have shape (B, T, d_model={d_model}), "
-                            f"got {tuple(x.shape)}")
-    check_int("offset", offset, low=0)
-    T = x.shape[1]
-    if offset + T > max_len:
-        raise ArgumentError(
-            f"positions {offset}..{offset + T - 1} do not fit in "
-            f"max_len={max_len}; build the module with max_len >= {offset + T}"
-        )
-    return offset
-
 # %% ../nbs/02_positional_encoding.ipynb #33c80d77
 class PositionalEncoding(nn.Module):
     "Add the sinusoidal code of positions offset..offset+T-1, then dropout: (B, T, D)."
@@ -65,7 +53,7 @@ class PositionalEncoding(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        offset = _check_positions(x, self.d_model, self.max_len, offset)
+        offset = check_positions(x, self.d_model, self.max_len, offset)
         B, T, D = x.shape
         pe = self.pe[offset:offset + T].to(x.dtype)   # (T, D), broadcast over the batch
         return self.dropout(x + pe)                    # (B, T, D)
@@ -90,7 +78,7 @@ class LearnedPositionalEncoding(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        offset = _check_positions(x, self.d_model, self.max_len, offset)
+        offset = check_positions(x, self.d_model, self.max_len, offset)
         B, T, D = x.shape
         positions = torch.arange(offset, offset + T, device=x.device)  # (T,)
         pe = self.embedding(positions).to(x.dtype)  # (T, D)
