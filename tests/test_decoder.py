@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 from parity import assert_grads_match, ffn_and_norm_pairs, keep_mask, mha_pairs, randomize_
-from transformer_lit.decoder import Decoder, DecoderLayer, copy_from_torch_decoder_layer
+from transformer_lit.decoder import Decoder, DecoderLayer
+from transformer_lit.model_support import copy_from_torch_decoder_layer
 
 pytestmark = pytest.mark.usefixtures("no_mha_fastpath")
 from transformer_lit.masking import causal_mask

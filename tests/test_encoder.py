@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 from parity import assert_grads_match, ffn_and_norm_pairs, keep_mask, mha_pairs, randomize_
-from transformer_lit.encoder import Encoder, EncoderLayer, copy_from_torch_encoder_layer
+from transformer_lit.encoder import Encoder, EncoderLayer
+from transformer_lit.model_support import copy_from_torch_encoder_layer
 
 pytestmark = pytest.mark.usefixtures("no_mha_fastpath")
 

@@ -154,7 +154,7 @@ def test_bad_sizes(name, kwargs):
 
 @pytest.mark.parametrize("shape", [(2, 5, 12), (16, 2), (12,)])
 def test_wrong_last_dimension(shape):
-    with pytest.raises(ValueError, match="d_model=16"):
+    with pytest.raises(ValueError, match="d_model = 16"):
         FeedForward(16, 32)(torch.zeros(shape))
 
 

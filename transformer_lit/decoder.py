@@ -7,19 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
 from torch import Tensor, nn
 
 from .attention import KVSlot, MultiHeadAttention
-from transformer_lit.encoder import (
-    check_layer_sizes, check_torch_layer, copy_from_torch_parts,
-)
 from .ffn import FeedForward
+from .model_support import check_layer_sizes, check_per_layer
 from .norms import LayerNorm, ResidualNorm
-from .validate import ArgumentError
 
 # %% auto #0
-__all__ = ['DecoderLayer', 'copy_from_torch_decoder_layer', 'Decoder']
+__all__ = ['DecoderLayer', 'Decoder']
 
 # %% ../nbs/08_decoder.ipynb #91ce0a3b
 class DecoderLayer(nn.Module):
@@ -40,59 +36,34 @@ class DecoderLayer(nn.Module):
     def forward(self, y: Tensor, memory: Tensor | None, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None,
                 cache: tuple[KVSlot, KVSlot] | None = None) -> Tensor:
-        """tgt_mask: e.g. causal_mask(T) (T, T); memory_mask: e.g. padding_mask(src) (B,
-        1, 1, S); True = may attend. cache: this layer's slots, for the self-attention
-        and the cross-attention (chapter 15)."""
+        """tgt_mask: e.g. causal_mask(T); memory_mask: e.g. padding_mask(src); True =
+        may attend. cache: this layer's two slots, self- and cross-attention."""
         B, T, D = y.shape  # memory: (B, S, D)
         self_slot, cross_slot = (None, None) if cache is None else cache
         # masked self-attention, then cross-attention into the memory: (B, T, D) each
-        y = self.self_res(y, lambda h: self.self_attn(h, h, h, mask=tgt_mask,
-                                                       cache=self_slot))
-        y = self.cross_res(y, lambda h: self.cross_attn(h, memory, memory,
-                                                         mask=memory_mask,
-                                                         cache=cross_slot))
+        y = self.self_res(
+            y, lambda h: self.self_attn(h, h, h, mask=tgt_mask, cache=self_slot))
+        y = self.cross_res(y, lambda h: self.cross_attn(
+            h, memory, memory, mask=memory_mask, cache=cross_slot))
         return self.ffn_res(y, self.ffn)  # (B, T, D)
-
-# %% ../nbs/08_decoder.ipynb #83e29039
-@torch.no_grad()
-def copy_from_torch_decoder_layer(
-    ours: DecoderLayer, theirs: nn.TransformerDecoderLayer
-) -> DecoderLayer:
-    """Copy an nn.TransformerDecoderLayer's weights (same sizes and norm_first, ReLU)
-    into ours; returns ours."""
-    check_torch_layer(theirs, ours.self_res.norm_first)
-    attentions = [(ours.self_attn, theirs.self_attn),
-                  (ours.cross_attn, theirs.multihead_attn)]
-    residuals = [(ours.self_res, theirs.norm1), (ours.cross_res, theirs.norm2),
-                 (ours.ffn_res, theirs.norm3)]
-    copy_from_torch_parts(theirs, attentions, ours.ffn, residuals)
-    return ours
 
 # %% ../nbs/08_decoder.ipynb #afe29520
 class Decoder(nn.Module):
-    """N decoder layers (plus a final LayerNorm when norm_first): y (B, T, D), memory
-    (B, S, D) -> (B, T, D)."""
+    "N decoder layers (and a final LayerNorm if norm_first): y, memory -> (B, T, D)."
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
                  dropout: float = 0.1, norm_first: bool = False):
         super().__init__()
         check_layer_sizes(n_layers)
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
-            for _ in range(n_layers)
-        )
+        sizes = (d_model, n_heads, d_ff, dropout, norm_first)
+        self.layers = nn.ModuleList(DecoderLayer(*sizes) for _ in range(n_layers))
         self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(self, y: Tensor, memory: Tensor | None, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None,
                 cache: Sequence[tuple[KVSlot, KVSlot]] | None = None) -> Tensor:
-        """y (B, T, D), memory (B, S, D) -> (B, T, D). cache: one pair of slots per
-        layer, cache[i] for layer i (chapter 15)."""
-        if cache is not None and len(cache) != len(self.layers):
-            raise ArgumentError(
-                f"cache has slots for {len(cache)} layers, the decoder "
-                f"has {len(self.layers)}"
-            )
+        "As DecoderLayer's forward; cache: one pair of slots per layer (chapter 15)."
+        check_per_layer("cache", cache, len(self.layers))  # a pair of slots per layer
         slots = [None] * len(self.layers) if cache is None else cache
         for layer, slot in zip(self.layers, slots):
             # every layer reads the same final memory

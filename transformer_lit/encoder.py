@@ -5,31 +5,19 @@
 # %% ../nbs/07_encoder.ipynb #66249a69
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention, copy_from_torch_mha
+from .attention import MultiHeadAttention
 from .ffn import FeedForward
+from .model_support import check_layer_sizes
 from .norms import LayerNorm, ResidualNorm
-from .validate import ArgumentError, check_positive_int
 
 # %% auto #0
-__all__ = ['check_layer_sizes', 'EncoderLayer', 'check_torch_layer', 'copy_from_torch_parts', 'copy_from_torch_encoder_layer',
-           'Encoder']
-
-# %% ../nbs/07_encoder.ipynb #9ad64624
-def check_layer_sizes(n_layers: int | None = None, **sizes: int) -> None:
-    "ArgumentError naming the first size that is not a positive int."
-    if n_layers is not None:
-        sizes = {"n_layers": n_layers, **sizes}
-    for name, value in sizes.items():
-        check_positive_int(name, value)
+__all__ = ['EncoderLayer', 'Encoder']
 
 # %% ../nbs/07_encoder.ipynb #73b4269b
 class EncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each inside a residual + LayerNorm: x (B, S, D)
-    -> (B, S, D)."""
+    "Self-attention then FFN, each in a residual + LayerNorm: x (B, S, D) -> (B, S, D)."
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
                  norm_first: bool = False):
@@ -42,74 +30,26 @@ class EncoderLayer(nn.Module):
         self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
-        """src_mask: bool, True = may attend, broadcastable to (B, H, S, S), e.g.
-        padding_mask (B, 1, 1, S)."""
+        "src_mask: bool, True = may attend, e.g. padding_mask (B, 1, 1, S)."
         B, S, D = x.shape
         # (B, S, D), bidirectional
         x = self.attn_res(x, lambda h: self.self_attn(h, h, h, mask=src_mask))
         return self.ffn_res(x, self.ffn)  # (B, S, D), position-wise
 
-# %% ../nbs/07_encoder.ipynb #3aab6726
-def check_torch_layer(theirs: nn.Module, norm_first: bool) -> None:
-    """Raise unless a PyTorch encoder/decoder layer has our norm placement and the
-    paper's ReLU."""
-    if theirs.norm_first != norm_first:
-        raise ArgumentError(
-            f"norm_first differs: theirs {theirs.norm_first}, ours {norm_first}"
-        )
-    if not (theirs.activation is F.relu or isinstance(theirs.activation, nn.ReLU)):
-        raise ArgumentError(
-            f"theirs uses activation {theirs.activation!r}; ours is the paper's ReLU"
-        )
-
-# %% ../nbs/07_encoder.ipynb #813e656b
-@torch.no_grad()
-def copy_from_torch_parts(
-    theirs: nn.Module,
-    attentions: list[tuple[MultiHeadAttention, nn.MultiheadAttention]],
-    ffn: FeedForward,
-    residuals: list[tuple[ResidualNorm, nn.LayerNorm]],
-) -> None:
-    """Copy a PyTorch encoder or decoder layer part by part: each (ours, theirs)
-    attention, its linear1/linear2 into ffn, each of its norms into a residual's."""
-    for mine, other in attentions:
-        copy_from_torch_mha(mine, other)
-    for lin in ("linear1", "linear2"):
-        getattr(ffn, lin).load_state_dict(getattr(theirs, lin).state_dict())
-    for res, norm in residuals:
-        res.norm.load_state_dict(norm.state_dict())
-        res.norm.eps = norm.eps
-
-
-def copy_from_torch_encoder_layer(
-    ours: EncoderLayer, theirs: nn.TransformerEncoderLayer
-) -> EncoderLayer:
-    """Copy an nn.TransformerEncoderLayer's weights (same sizes and norm_first, ReLU)
-    into ours; returns ours."""
-    check_torch_layer(theirs, ours.attn_res.norm_first)
-    residuals = [(ours.attn_res, theirs.norm1), (ours.ffn_res, theirs.norm2)]
-    copy_from_torch_parts(theirs, [(ours.self_attn, theirs.self_attn)], ours.ffn,
-                          residuals)
-    return ours
-
 # %% ../nbs/07_encoder.ipynb #a4d97a66
 class Encoder(nn.Module):
-    """N encoder layers (plus a final LayerNorm when norm_first): x (B, S, D) -> memory
-    (B, S, D)."""
+    "N encoder layers (and a final LayerNorm if norm_first): x (B, S, D) -> (B, S, D)."
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int,
                  dropout: float = 0.1, norm_first: bool = False):
         super().__init__()
         check_layer_sizes(n_layers)
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first)
-            for _ in range(n_layers)
-        )
+        sizes = (d_model, n_heads, d_ff, dropout, norm_first)
+        self.layers = nn.ModuleList(EncoderLayer(*sizes) for _ in range(n_layers))
         self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
-        """src_mask: bool, True = may attend, e.g. padding_mask(src, pad_id) of shape
-        (B, 1, 1, S)."""
+        "src_mask: bool, True = may attend, e.g. padding_mask(src) (B, 1, 1, S)."
         for layer in self.layers:
             x = layer(x, src_mask)  # (B, S, D) -> (B, S, D)
         return self.norm(x)

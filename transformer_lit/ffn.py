@@ -7,20 +7,18 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from transformer_lit.validate import (
-    ArgumentError, check_choice, check_positive_int, check_probability,
-)
+from .deeper_blocks import check_last_dim
+from .validate import check_choice, check_positive_int, check_probability
 
 # %% auto #0
 __all__ = ['FeedForward']
 
-# %% ../nbs/06_feed_forward.ipynb #1bbc989c
-_ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}   # "relu" is the paper's choice
-
 # %% ../nbs/06_feed_forward.ipynb #4fd97415
+_ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU}  # "relu" is the paper's choice
+
+
 class FeedForward(nn.Module):
-    """Position-wise FFN of §3.3, linear2(dropout(activation(linear1(x)))): (..., D) ->
-    (..., D)."""
+    "Position-wise FFN (§3.3), linear2(dropout(activation(linear1(x)))): (..., D)."
 
     def __init__(
         self, d_model: int, d_ff: int, dropout: float = 0.1, activation: str = "relu"
@@ -36,11 +34,6 @@ class FeedForward(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model)  # h W2 + b2; weight is W2^T, (D, F)
 
     def forward(self, x: Tensor) -> Tensor:
-        if x.dim() == 0 or x.shape[-1] != self.d_model:
-            raise ArgumentError(
-                f"x must have shape (..., d_model={self.d_model}), e.g. (B, T, D); "
-                f"got {tuple(x.shape)}"
-            )
-        *_, D = x.shape  # any leading dims: (B, T, D), (B, D), ...
+        check_last_dim(x, self.d_model)  # any leading dims: (B, T, D), (B, D), ...
         h = self.dropout(self.activation(self.linear1(x)))  # (..., D) -> (..., F)
         return self.linear2(h)  # (..., F) -> (..., D)

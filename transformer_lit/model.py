@@ -7,41 +7,32 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .decoder import Decoder, copy_from_torch_decoder_layer
-from .encoder import Encoder, copy_from_torch_encoder_layer
+from .decoder import Decoder
+from .encoder import Encoder
 from .ffn import FeedForward
 from .masking import causal_mask, padding_mask
+from transformer_lit.model_support import (
+    check_config, check_fields, check_memory, check_token_shape, check_tokens,
+    load_torch_transformer,
+)
 from .norms import LayerNorm
 from transformer_lit.positional import (
     MAX_LEN, LearnedPositionalEncoding, PositionalEncoding,
 )
-from transformer_lit.validate import (
-    ArgumentError, ArgumentTypeError,
-    check_bool,
-    check_choice,
-    check_int,
-    check_int_tensor,
-    check_positive_int,
-    check_number,
-    check_probability,
-    check_token_ids,
-)
+from .validate import check_int
 
 # %% auto #0
-__all__ = ['TransformerConfig', 'config_to_dict', 'config_from_dict', 'check_token_shape', 'check_tokens', 'Transformer',
-           'greedy_decode_uncached', 'load_torch_transformer']
+__all__ = ['TransformerConfig', 'config_to_dict', 'config_from_dict', 'Transformer', 'greedy_decode_uncached']
 
 # %% ../nbs/09_transformer.ipynb #d82cffcb
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Sizes and switches of a Transformer; defaults are the paper's base model (Table
-    3)."""
+    "Sizes and switches of a Transformer; defaults: the paper's base model (Table 3)."
 
     src_vocab_size: int
     tgt_vocab_size: int
@@ -60,92 +51,37 @@ class TransformerConfig:
     norm_eps: float = 1e-5  # every LayerNorm's epsilon (chapter 05)
 
     def __post_init__(self):
-        _check_config(self)  # every size and switch, with its name (Deeper, below)
+        check_config(self)  # every size and switch, with its name
 
     @classmethod
-    def big(
-        cls, src_vocab_size: int, tgt_vocab_size: int, **overrides
-    ) -> "TransformerConfig":
+    def big(cls, src_vocab_size: int, tgt_vocab_size: int,
+            **overrides) -> TransformerConfig:
         "The paper's big model: D=1024, H=16, F=4096, dropout 0.3 (Table 3)."
         sizes = dict(d_model=1024, n_heads=16, d_ff=4096, dropout=0.3)
         return cls(src_vocab_size, tgt_vocab_size, **{**sizes, **overrides})
 
     @classmethod
-    def tiny(
-        cls, src_vocab_size: int = 50, tgt_vocab_size: int = 60, **overrides
-    ) -> "TransformerConfig":
+    def tiny(cls, src_vocab_size: int = 50, tgt_vocab_size: int = 60,
+             **overrides) -> TransformerConfig:
         "A model small enough for unit tests: D=32, H=4, 2+2 layers, F=64."
         sizes = dict(d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=64)
         return cls(src_vocab_size, tgt_vocab_size, **{**sizes, **overrides})
 
-# %% ../nbs/09_transformer.ipynb #c0a9f7e1
-def _check_config(config: TransformerConfig) -> None:
-    "ArgumentError naming the first size or switch of config that is not valid."
-    for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads",
-                 "n_layers", "d_ff", "max_len"):
-        check_positive_int(name, getattr(config, name))
-    if config.d_model % config.n_heads:
-        raise ArgumentError(f"d_model (= {config.d_model}) must be divisible by "
-                            f"n_heads (= {config.n_heads})")
-    # an id of both vocabularies
-    last_id = min(config.src_vocab_size, config.tgt_vocab_size) - 1
-    check_int("pad_id", config.pad_id, low=0, high=last_id)
-    check_probability("dropout", config.dropout)
-    check_bool("share_embeddings", config.share_embeddings)
-    check_bool("norm_first", config.norm_first)
-    check_choice("activation", config.activation, ("relu", "gelu"))
-    check_choice("positional", config.positional, ("sinusoidal", "learned"))
-    check_number("norm_eps", config.norm_eps, 0.0, 1.0, low_open=True)
-    if config.share_embeddings and config.src_vocab_size != config.tgt_vocab_size:
-        raise ArgumentError(
-            "share_embeddings=True needs src_vocab_size == tgt_vocab_size, got "
-            f"{config.src_vocab_size} and {config.tgt_vocab_size}"
-        )
-
-
 # %% ../nbs/09_transformer.ipynb #b1c0e5a1
-def config_to_dict(config: TransformerConfig) -> dict[str, Any]:
+def config_to_dict(config: TransformerConfig) -> dict[str, object]:
     "Every field of config as plain data, the form config.json stores (chapter 14)."
     return asdict(config)
 
 
-def config_from_dict(data: Any) -> TransformerConfig:
-    """The TransformerConfig of config_to_dict's data; a name it does not know, or a
-    missing vocabulary size, is refused with its name."""
-    if not isinstance(data, dict):
-        raise ArgumentTypeError(f"a config must be a dict, got {type(data).__name__}")
-    known = {f.name for f in fields(TransformerConfig)}
-    unknown = sorted(str(k) for k in data if k not in known)
-    if unknown:
-        raise ArgumentError(f"config has unknown field {unknown[0]!r}; "
-                            f"known: {', '.join(sorted(known))}")
-    for name in ("src_vocab_size", "tgt_vocab_size"):
-        if name not in data:
-            raise ArgumentError(f"config has no {name}")
+def config_from_dict(data: object) -> TransformerConfig:
+    "The TransformerConfig of config_to_dict's data; unknown or missing names refused."
+    names = [f.name for f in fields(TransformerConfig)]
+    check_fields("config", data, names, required=("src_vocab_size", "tgt_vocab_size"))
     return TransformerConfig(**data)  # each value checked, with its name
-
-
-# %% ../nbs/09_transformer.ipynb #19890031
-def check_token_shape(name: str, tokens: Tensor, max_len: int) -> None:
-    """Raise a clear error unless tokens is an integer (B, L) tensor, L <= max_len (no
-    look at the values: no wait for the device)."""
-    check_int_tensor(name, tokens, "(B, L)")
-    if tokens.shape[1] > max_len:
-        raise ArgumentError(
-            f"{name} has length {tokens.shape[1]} > max_len = {max_len}"
-        )
-
-
-def check_tokens(name: str, tokens: Tensor, vocab_size: int, max_len: int) -> None:
-    """check_token_shape, and every id in [0, vocab_size) (validate's check_token_ids):
-    once, where ids enter, since it reads the ids (a GPU must finish first)."""
-    check_token_shape(name, tokens, max_len)
-    check_token_ids(name, tokens, vocab_size, max_len)
 
 # %% ../nbs/09_transformer.ipynb #768ec770
 class Transformer(nn.Module):
-    """The encoder-decoder Transformer: src (B, S), tgt (B, T) token ids -> logits (B,
-    T, tgt_vocab_size)."""
+    "The encoder-decoder Transformer: src (B, S), tgt (B, T) ids -> logits (B, T, V)."
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -164,8 +100,7 @@ class Transformer(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Xavier-uniform for every matrix (as nn.Transformer); embeddings N(0, 1/D), so
-        embedding * sqrt(D) has unit scale."""
+        "Xavier-uniform matrices (as nn.Transformer); embeddings N(0, 1/D): unit scale."
         for name, p in self.named_parameters():
             if name.startswith(("src_embed.", "tgt_embed.")):
                 nn.init.normal_(p, std=self.config.d_model**-0.5)
@@ -180,14 +115,9 @@ class Transformer(nn.Module):
         return self.encoder(x, padding_mask(src, self.config.pad_id))  # (B, S, D)
 
     def decoder_states(self, tgt: Tensor, memory: Tensor, src: Tensor) -> Tensor:
-        """tgt (B, T) ids (shifted right), memory (B, S, D), src (B, S) for its padding
-        -> the decoder's output (B, T, D), before the output projection."""
+        "tgt (B, T) ids (shifted right), memory, src -> decoder output (B, T, D)."
         check_token_shape("tgt", tgt, self.config.max_len)
-        if memory.shape[:2] != src.shape:
-            raise ArgumentError(
-                f"memory (B, S, D) = {tuple(memory.shape)} does not match src (B, "
-                f"S) = {tuple(src.shape)}"
-            )
+        check_memory(memory, src)
         # (B, T) -> (B, T, D)
         y = self.pos(self.tgt_embed(tgt) * math.sqrt(self.config.d_model))
         # (T, T): with right padding, causal alone hides every padding key from every
@@ -200,32 +130,27 @@ class Transformer(nn.Module):
         return F.linear(h, self.tgt_embed.weight)  # (..., D) @ (D, V) -> (..., V)
 
     def decode(self, tgt: Tensor, memory: Tensor, src: Tensor) -> Tensor:
-        """tgt (B, T) ids (shifted right), memory (B, S, D), src (B, S) for its padding
-        -> logits (B, T, V)."""
+        "tgt (B, T) ids (shifted right), memory (B, S, D), src (B, S) -> (B, T, V)."
         return self.project(self.decoder_states(tgt, memory, src))
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
-        """src (B, S), tgt (B, T) -> logits (B, T, tgt_vocab_size): position t scores
-        token t+1."""
+        "src (B, S), tgt (B, T) -> logits (B, T, V): position t scores token t+1."
         return self.decode(tgt, self.encode(src), src)
 
 # %% ../nbs/09_transformer.ipynb #b1c0e5a3
 def _set_activation_and_eps(model: nn.Module, activation: str, eps: float) -> None:
-    """Give every feed-forward of model the activation (chapter 06) and every LayerNorm
-    the epsilon eps (chapter 05); the stacks of chapters 07 and 08 use the paper's."""
+    "Every FFN of model gets the activation (chapter 06), every LayerNorm the eps (05)."
     for module in model.modules():
         if isinstance(module, FeedForward):
             module.activation = nn.GELU() if activation == "gelu" else nn.ReLU()
         elif isinstance(module, LayerNorm):
             module.eps = eps
 
-
 # %% ../nbs/09_transformer.ipynb #7ba43d45
 @torch.no_grad()
 def greedy_decode_uncached(model: Transformer, src: Tensor, max_new_tokens: int,
                            bos_id: int, eos_id: int | None = None) -> Tensor:
-    """src (B, S) -> tokens (B, 1 + n) starting with bos_id; rows that produced eos_id
-    are padded with pad_id after it."""
+    "src (B, S) -> tokens (B, 1 + n) from bos_id; a row is padded after its eos_id."
     check_int("max_new_tokens", max_new_tokens, low=0)
     check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
     memory = model.encode(src)  # (B, S, D), once
@@ -233,43 +158,10 @@ def greedy_decode_uncached(model: Transformer, src: Tensor, max_new_tokens: int,
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     for _ in range(max_new_tokens):
         next_id = model.decode(out, memory, src)[:, -1].argmax(-1)  # (B, T, V) -> (B,)
-        # finished rows only pad
-        next_id = next_id.masked_fill(done, model.config.pad_id)
+        next_id = next_id.masked_fill(done, model.config.pad_id)  # finished rows: pad
         out = torch.cat([out, next_id[:, None]], dim=1)  # (B, T) -> (B, T + 1)
         if eos_id is not None:
             done |= next_id == eos_id
             if done.all():
                 break
     return out
-
-# %% ../nbs/09_transformer.ipynb #9f82cc99
-@torch.no_grad()
-def load_torch_transformer(ours: Transformer, theirs: nn.Transformer) -> Transformer:
-    """Copy an nn.Transformer's encoder/decoder weights (same sizes, norm_first, ReLU)
-    into ours; returns ours."""
-    c = ours.config
-    n_enc, n_dec = len(theirs.encoder.layers), len(theirs.decoder.layers)
-    sizes = (theirs.d_model, theirs.nhead, n_enc, n_dec)
-    if sizes != (c.d_model, c.n_heads, c.n_layers, c.n_layers):
-        raise ArgumentError(
-            f"theirs has (d_model, nhead, encoder layers, decoder layers) = {sizes}, "
-            f"ours {(c.d_model, c.n_heads, c.n_layers, c.n_layers)}"
-        )
-    final_norms = (theirs.encoder.norm, theirs.decoder.norm)
-    if not c.norm_first and any(n is not None for n in final_norms):
-        raise ArgumentError(
-            "theirs is post-norm with final LayerNorms that the paper's model lacks; "
-            "set theirs.encoder.norm = theirs.decoder.norm = None first"
-        )
-    for o, t in zip(ours.encoder.layers, theirs.encoder.layers):
-        copy_from_torch_encoder_layer(o, t)
-    for o, t in zip(ours.decoder.layers, theirs.decoder.layers):
-        copy_from_torch_decoder_layer(o, t)
-    if c.norm_first:
-        for o, t in (
-            (ours.encoder.norm, theirs.encoder.norm),
-            (ours.decoder.norm, theirs.decoder.norm),
-        ):
-            o.load_state_dict(t.state_dict())
-            o.eps = t.eps
-    return ours
