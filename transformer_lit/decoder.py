@@ -36,8 +36,7 @@ class DecoderLayer(nn.Module):
     def forward(self, y: Tensor, memory: Tensor | None, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None,
                 cache: tuple[KVSlot, KVSlot] | None = None) -> Tensor:
-        """tgt_mask: e.g. causal_mask(T); memory_mask: e.g. padding_mask(src); True =
-        may attend. cache: this layer's two slots, self- and cross-attention."""
+        "masks: True = may attend (causal_mask, padding_mask); cache: its two KVSlots."
         B, T, D = y.shape  # memory: (B, S, D)
         self_slot, cross_slot = (None, None) if cache is None else cache
         # masked self-attention, then cross-attention into the memory: (B, T, D) each
@@ -66,6 +65,5 @@ class Decoder(nn.Module):
         check_per_layer("cache", cache, len(self.layers))  # a pair of slots per layer
         slots = [None] * len(self.layers) if cache is None else cache
         for layer, slot in zip(self.layers, slots):
-            # every layer reads the same final memory
-            y = layer(y, memory, tgt_mask, memory_mask, slot)  # (B, T, D)
+            y = layer(y, memory, tgt_mask, memory_mask, slot)  # one memory for all
         return self.norm(y)  # (B, T, D)

@@ -21,9 +21,8 @@ from transformer_lit.model_support import (
     load_torch_transformer,
 )
 from .norms import LayerNorm
-from transformer_lit.positional import (
-    MAX_LEN, LearnedPositionalEncoding, PositionalEncoding,
-)
+from .positional import LearnedPositionalEncoding, PositionalEncoding
+from .positional import MAX_LEN
 from .validate import check_int
 
 # %% auto #0
@@ -43,8 +42,7 @@ class TransformerConfig:
     dropout: float = 0.1
     max_len: int = MAX_LEN  # positions the model can read (chapter 02's table)
     pad_id: int = 0
-    # one matrix for source, target and output (§3.4); needs equal vocabularies
-    share_embeddings: bool = False
+    share_embeddings: bool = False  # one matrix: source, target, output (§3.4)
     norm_first: bool = False  # False = post-norm, as in the paper
     activation: str = "relu"  # the paper's; or "gelu" (chapter 06)
     positional: str = "sinusoidal"  # the paper's; or "learned" (chapter 02)
