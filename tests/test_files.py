@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from synthetic import TINY, assert_one_line_error, run
 
-from transformer_lit import corpus, files
+from transformer_lit import bible, files
 from transformer_lit.files import (
     LockBusy,
     check_unlocked,
@@ -161,13 +161,13 @@ def test_every_lock_is_the_one_helper():
 def test_a_missing_home_folder_is_never_created(model_pt, tmp_path, capsys, monkeypatch):
     home = tmp_path / "gone" / "home"
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv(corpus.CACHE_ENV, raising=False)
+    monkeypatch.delenv(bible.CACHE_ENV, raising=False)
     argv = ["translate", "--checkpoint", str(model_pt), "--beam", "4", "One.", "Two.", "Three.", "Four."]
     status, out, err = run(argv, capsys)
     assert status == 0 and len(out.splitlines()) == 4, err
     assert not (tmp_path / "gone").exists()
     argv = ["train", *TINY, "--steps", "2", "--out", str(tmp_path / "run")]
-    assert_one_line_error(*run(argv, capsys), "home folder", "does not exist", corpus.CACHE_ENV)
+    assert_one_line_error(*run(argv, capsys), "home folder", "does not exist", bible.CACHE_ENV)
     assert not (tmp_path / "gone").exists()
 
 
@@ -207,8 +207,8 @@ def test_a_checked_file_is_never_written_through_a_planted_name(tmp_path):
     # the fixed names of earlier versions, planted as links to the victim
     for name in ("verses.tsv.part", f".verses.tsv.{os.getpid()}.tmp"):
         (tmp_path / name).symlink_to(victim)
-    corpus.write_checked(["a header", "a row"], path)
-    assert corpus.read_checked(path) == ["a header", "a row"]
+    bible.write_checked(["a header", "a row"], path)
+    assert bible.read_checked(path) == ["a header", "a row"]
     assert victim.read_text() == "precious\n"
     assert sorted(p.name for p in tmp_path.glob(".verses.tsv.*")) == [
         f".verses.tsv.{os.getpid()}.tmp"]   # the planted link only: no temporary file left

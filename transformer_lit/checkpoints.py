@@ -5,12 +5,9 @@
 # %% ../nbs/14_checkpoints.ipynb #22659171
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
-import json
 import platform
 import random
-import zipfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -18,26 +15,24 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from safetensors import SafetensorError
-from safetensors.torch import load as load_safetensors
-from safetensors.torch import save as save_safetensors
-from torch.overrides import TorchFunctionMode
 
-from transformer_lit.files import (
-    open_regular, read_small_file, write_atomically, write_text_atomically,
-)
+from .files import write_atomically
 from .machine import describe_device
 from transformer_lit.model import (
     Transformer, TransformerConfig, config_from_dict, config_to_dict,
 )
-from .validate import ArgumentError, ArgumentTypeError
+# checkpoint files that can be trusted (plain data, checksums, shapes): chapter 40
+from transformer_lit.safeguards import (
+    CHECKPOINT_FORMAT, CONFIG_FILE, CONFIG_LIMIT, MAX_LEN_LIMIT, MODEL_FILES,
+    MODEL_FORMAT, TABLE_BYTES, TOKENIZER_FILE, WEIGHTS_FILE, CheckpointError,
+    WeightsOnMeta, check_plain_data, check_weights, entry_sha256, load_checkpoint,
+    read_model_files, weights_sha256, write_model_files,
+)
+from .validate import ArgumentError
 
 # %% auto #0
-__all__ = ['CHECKPOINT_FORMAT', 'RESERVED', 'TABLE_BYTES', 'MAX_LEN_LIMIT', 'MODEL_FORMAT', 'CONFIG_FILE', 'WEIGHTS_FILE',
-           'TOKENIZER_FILE', 'MODEL_FILES', 'CONFIG_LIMIT', 'rng_states', 'restore_rng_states', 'average_state_dicts',
-           'run_record', 'CheckpointError', 'check_plain_data', 'weights_sha256', 'entry_sha256', 'save_checkpoint',
-           'load_checkpoint', 'model_from_checkpoint', 'checked_config', 'stored_tensors', 'save_model',
-           'read_model_files', 'load_model_folder']
+__all__ = ['RESERVED', 'rng_states', 'restore_rng_states', 'save_checkpoint', 'model_from_checkpoint', 'checked_config',
+           'average_state_dicts', 'run_record', 'stored_tensors', 'save_model', 'load_model_folder']
 
 # %% ../nbs/14_checkpoints.ipynb #715cf094
 def rng_states() -> dict[str, Any]:
@@ -53,6 +48,77 @@ def restore_rng_states(states: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(states["cuda"])
     version, internal, gauss = states["python"]
     random.setstate((version, tuple(internal), gauss))
+
+# %% ../nbs/14_checkpoints.ipynb #91f7c510
+RESERVED = ("format", "config", "model", "weights_sha256", "optimizer", "rng", "sha256")
+
+
+def save_checkpoint(
+    path: str | Path,
+    model: Transformer,
+    optimizer: torch.optim.Optimizer | None = None,
+    **meta: Any,
+) -> Path:
+    """Write config, weights, optimizer, RNG states and meta (tensors/plain data only)
+    to path, atomically, with a checksum of every entry."""
+    reserved = set(RESERVED) & meta.keys()
+    if reserved:
+        raise ArgumentError(f"meta must not use the reserved keys {sorted(reserved)}")
+    weights = model.state_dict()
+    payload = {
+        "format": CHECKPOINT_FORMAT,
+        "config": asdict(model.config),
+        "model": weights,
+        "weights_sha256": weights_sha256(weights),
+        "optimizer": None if optimizer is None else optimizer.state_dict(),
+        "rng": rng_states(),
+        **meta,
+    }
+    check_plain_data(payload)
+    payload["sha256"] = entry_sha256(payload)  # config, tokenizer, state: all of it
+    return write_atomically(path, lambda f: torch.save(payload, f))
+
+# %% ../nbs/14_checkpoints.ipynb #9681d0d5
+def model_from_checkpoint(ckpt: dict[str, Any], weights: str = "model") -> Transformer:
+    """A Transformer built from ckpt['config'] holding ckpt[weights] (e.g. 'model' or
+    'averaged'), once their shapes and checksum are checked."""
+    try:
+        config = checked_config(ckpt, weights)
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(
+            f"checkpoint does not fit this version of the model: "
+            f"{(str(e) or type(e).__name__).splitlines()[0]}"
+        ) from e
+    # the checksum is optional: a checkpoint without one skips this check only
+    if weights == "model" and "weights_sha256" in ckpt:
+        if weights_sha256(ckpt[weights]) != ckpt["weights_sha256"]:
+            raise CheckpointError(
+                "checkpoint is damaged: its weights do not match the checksum saved "
+                "with them"
+            )
+    model = Transformer(config)
+    try:
+        model.load_state_dict(ckpt[weights])
+    except RuntimeError as e:
+        raise CheckpointError(
+            f"checkpoint does not fit this version of the model: "
+            f"{str(e).splitlines()[0]}"
+        ) from e
+    return model
+
+# %% ../nbs/14_checkpoints.ipynb #353367d4
+def _expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
+    "The shape of every weight of Transformer(config), its weights on the meta device."
+    with WeightsOnMeta():  # shapes only: the weights take no memory
+        return {k: tuple(v.shape) for k, v in Transformer(config).state_dict().items()}
+
+
+def checked_config(ckpt: dict[str, Any], weights: str = "model") -> TransformerConfig:
+    """ckpt's config, after checking it against the tensors in ckpt[weights] (names and
+    shapes) without building the model."""
+    config = config_from_dict(ckpt["config"])
+    check_weights(config, ckpt[weights], weights, lambda: _expected_shapes(config))
+    return config
 
 # %% ../nbs/14_checkpoints.ipynb #bdf6aabb
 def average_state_dicts(state_dicts: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
@@ -93,280 +159,7 @@ def run_record(
         "settings": asdict(settings),
     }
 
-# %% ../nbs/14_checkpoints.ipynb #6b1e0f2d
-CHECKPOINT_FORMAT = "transformer-lit checkpoint v1"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file is damaged, is not ours, or does not fit this version of the
-    model: the file is wrong, not the argument that named it."""
-
-# %% ../nbs/14_checkpoints.ipynb #c305f825
-_PLAIN = (str, int, float, bool, bytes, type(None), torch.dtype)
-
-
-def check_plain_data(value: Any, where: str = "checkpoint") -> None:
-    """Raise ArgumentError, naming the entry, unless value is tensors and plain data
-    that weights_only loading accepts."""
-    if isinstance(value, Tensor) or type(value) in _PLAIN:
-        return
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if type(k) not in _PLAIN:
-                raise ArgumentTypeError(
-                    f"{where} has a key of type {type(k).__name__}; use str or int keys"
-                )
-            check_plain_data(v, f"{where}[{k!r}]")
-    elif type(value) in (list, tuple):
-        for i, v in enumerate(value):
-            check_plain_data(v, f"{where}[{i}]")
-    else:
-        raise ArgumentTypeError(
-            f"{where} is a {type(value).__module__}.{type(value).__qualname__}, which "
-            "torch.load(weights_only=True) refuses; store plain data (str, "
-            "numbers, lists, dicts, tensors)"
-        )
-
-# %% ../nbs/14_checkpoints.ipynb #bb9c52bf
-def weights_sha256(state_dict: dict[str, Tensor]) -> str:
-    """SHA-256 over each tensor's name, dtype, shape and bytes, in order: a checksum of
-    the weights."""
-    digest = hashlib.sha256()
-    for name, t in state_dict.items():
-        t = t.detach().cpu().contiguous()
-        digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}\n".encode())
-        digest.update(t.reshape(-1).view(torch.uint8).numpy())
-    return digest.hexdigest()
-
-
-def _feed(digest: Any, value: Any) -> None:
-    "Feed value's type, structure and bytes to digest (tensors and plain data)."
-    if isinstance(value, Tensor):
-        t = value.detach().cpu().contiguous()
-        digest.update(f"T{t.dtype}{tuple(t.shape)}:".encode())
-        digest.update(t.reshape(-1).view(torch.uint8).numpy())
-    elif isinstance(value, dict):
-        digest.update(f"D{len(value)}:".encode())
-        for key in sorted(value, key=repr):  # 'state' keys are ints, others str
-            _feed(digest, key)
-            _feed(digest, value[key])
-    elif isinstance(value, (list, tuple)):
-        digest.update(f"{type(value).__name__}{len(value)}:".encode())
-        for item in value:
-            _feed(digest, item)
-    else:  # str, bytes, int, float, bool, None: the type, then its repr
-        text = value if isinstance(value, bytes) else repr(value).encode()
-        digest.update(f"{type(value).__name__}{len(text)}:".encode() + text)
-
-
-def entry_sha256(ckpt: dict[str, Any]) -> dict[str, str]:
-    "SHA-256 of each entry of a checkpoint but 'sha256' itself: name -> hex digest."
-    digests = {}
-    for name in sorted(k for k in ckpt if k != "sha256"):
-        digest = hashlib.sha256()
-        _feed(digest, ckpt[name])
-        digests[name] = digest.hexdigest()
-    return digests
-
-
-# %% ../nbs/14_checkpoints.ipynb #91f7c510
-RESERVED = ("format", "config", "model", "weights_sha256", "optimizer", "rng", "sha256")
-
-
-def save_checkpoint(
-    path: str | Path,
-    model: Transformer,
-    optimizer: torch.optim.Optimizer | None = None,
-    **meta: Any,
-) -> Path:
-    """Write config, weights, optimizer, RNG states and meta (tensors/plain data only)
-    to path, atomically, with a checksum of every entry."""
-    reserved = set(RESERVED) & meta.keys()
-    if reserved:
-        raise ArgumentError(f"meta must not use the reserved keys {sorted(reserved)}")
-    weights = model.state_dict()
-    payload = {
-        "format": CHECKPOINT_FORMAT,
-        "config": asdict(model.config),
-        "model": weights,
-        "weights_sha256": weights_sha256(weights),
-        "optimizer": None if optimizer is None else optimizer.state_dict(),
-        "rng": rng_states(),
-        **meta,
-    }
-    check_plain_data(payload)
-    payload["sha256"] = entry_sha256(payload)  # config, tokenizer, state: all of it
-    return write_atomically(path, lambda f: torch.save(payload, f))
-
-# %% ../nbs/14_checkpoints.ipynb #0f8e1b33
-def _check_stored(path: Path) -> None:
-    """torch.save stores its zip entries as they are; a compressed one could inflate to
-    any size (1 MB to 1 GiB of zeros), so it is refused before anything is read."""
-    try:
-        with zipfile.ZipFile(path) as z:
-            packed = [i.filename for i in z.infolist()
-                      if i.compress_type != zipfile.ZIP_STORED]
-    except (zipfile.BadZipFile, OSError):   # not a zip: torch.load says what is wrong
-        return
-    if packed:
-        raise CheckpointError(
-            f"{path} holds compressed entries ({packed[0]}, ...), which torch.save "
-            f"never writes: a damaged or crafted file"
-        )
-
-
-def _sparse_entry(value: Any, where: str = "") -> str | None:
-    "The place of the first tensor in value that is not dense (strided), or None."
-    if isinstance(value, Tensor):
-        return (where or "the top") if value.layout != torch.strided else None
-    items = (value.items() if isinstance(value, dict) else enumerate(value)
-             if isinstance(value, (list, tuple)) else ())
-    for key, item in items:
-        found = _sparse_entry(item, f"{where}[{key!r}]")
-        if found is not None:
-            return found
-    return None
-
-
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a checkpoint written by save_checkpoint onto the CPU, with
-    torch.load(weights_only=True), and check every entry against its checksum."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    _check_stored(path)
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except OSError as e:
-        if e.errno is not None:  # the system's refusal (no permission, an I/O error)
-            raise
-        raise CheckpointError(f"{path} is not a checkpoint ({e})") from e
-    except Exception as e:
-        # torch's own message suggests weights_only=False, exactly what a file
-        # of unknown origin must not get
-        raise CheckpointError(
-            f"{path} is not a checkpoint that torch.load(weights_only=True) can read "
-            f"({type(e).__name__})"
-        ) from e
-    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path} is not a {CHECKPOINT_FORMAT!r} file")
-    sparse = _sparse_entry(ckpt)  # torch.save writes sparse tensors; we never do
-    if sparse is not None:
-        raise CheckpointError(f"{path} holds a sparse tensor at {sparse}: a damaged "
-                              "or crafted file (checkpoints hold dense tensors)")
-    # {entry: digest}; a file without it is read unchecked
-    saved = ckpt.get("sha256", {})
-    if not isinstance(saved, dict):
-        raise CheckpointError(f"{path} is damaged: its 'sha256' entry is not a dict")
-    now = entry_sha256(ckpt) if saved else {}
-    for name in sorted(saved.keys() | now.keys(), key=str):
-        if saved.get(name) != now.get(name):
-            what = ("is missing" if name not in now else "was added" if name not in
-                    saved else "does not match the checksum saved with it")
-            raise CheckpointError(f"{path} is damaged: its {name!r} entry {what}")
-    return ckpt
-
-# %% ../nbs/14_checkpoints.ipynb #9681d0d5
-def model_from_checkpoint(ckpt: dict[str, Any], weights: str = "model") -> Transformer:
-    """A Transformer built from ckpt['config'] holding ckpt[weights] (e.g. 'model' or
-    'averaged'), once their shapes and checksum are checked."""
-    try:
-        config = checked_config(ckpt, weights)
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(
-            f"checkpoint does not fit this version of the model: "
-            f"{(str(e) or type(e).__name__).splitlines()[0]}"
-        ) from e
-    # the checksum is optional: a checkpoint without one skips this check only
-    if weights == "model" and "weights_sha256" in ckpt:
-        if weights_sha256(ckpt[weights]) != ckpt["weights_sha256"]:
-            raise CheckpointError(
-                "checkpoint is damaged: its weights do not match the checksum saved "
-                "with them"
-            )
-    model = Transformer(config)
-    try:
-        model.load_state_dict(ckpt[weights])
-    except RuntimeError as e:
-        raise CheckpointError(
-            f"checkpoint does not fit this version of the model: "
-            f"{str(e).splitlines()[0]}"
-        ) from e
-    return model
-
-# %% ../nbs/14_checkpoints.ipynb #353367d4
-class _WeightsOnMeta(TorchFunctionMode):
-    """Inside, `torch.empty` (how nn.Linear and nn.Embedding make their weights)
-    makes meta tensors, which have a shape and no memory, and torch.nn.init leaves
-    them as they are. Small tensors (the positional table) are computed as usual: a
-    whole model on the meta device would run PyTorch's Python kernels, which import
-    the compiler (a second)."""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func is torch.empty:
-            return func(*args, **{**kwargs, "device": "meta"})
-        if getattr(func, "__module__", None) == "torch.nn.init":
-            return args[0] if args else kwargs["tensor"]
-        return func(*args, **kwargs)
-
-
-def _expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
-    "The shape of every weight of Transformer(config), its weights on the meta device."
-    with _WeightsOnMeta():  # shapes only: the weights take no memory
-        return {k: tuple(v.shape) for k, v in Transformer(config).state_dict().items()}
-
-
-# a positional table this large (16 MiB) is allowed whatever the weights' size
-TABLE_BYTES = 1 << 24
-# the most positions a checkpoint may claim (our presets read 256): decoding costs grow
-# with the square of the length, so a file cannot ask for a decode without end
-MAX_LEN_LIMIT = 4096
-
-
-def checked_config(ckpt: dict[str, Any], weights: str = "model") -> TransformerConfig:
-    """ckpt's config, after checking it against the tensors in ckpt[weights] (names and
-    shapes) without building the model."""
-    config, state = config_from_dict(ckpt["config"]), ckpt[weights]
-    if not isinstance(state, dict) or not all(
-        isinstance(t, Tensor) for t in state.values()
-    ):
-        raise CheckpointError(f"its {weights!r} entry is not a dict of tensors")
-    for name, t in state.items():  # dense floating-point numbers, before any is read
-        if t.layout != torch.strided or not t.is_floating_point():
-            kind = "sparse" if t.layout != torch.strided else f"of dtype {t.dtype}"
-            raise CheckpointError(f"weight {name} is {kind}: weights are dense floats")
-    stored = sum(t.numel() * t.element_size() for t in state.values())
-    # no weight describes max_len: bound its table (max_len, D) of float32 by the
-    # weights' size, or by TABLE_BYTES for a model with few weights
-    table = config.max_len * config.d_model * torch.float32.itemsize
-    if config.n_layers > len(state) or table > max(stored, TABLE_BYTES):
-        raise CheckpointError("its config asks for far more than the weights it holds")
-    if not 2 <= config.max_len <= MAX_LEN_LIMIT:  # bos and one token at least
-        raise CheckpointError(
-            f"its config's max_len is {config.max_len}, not in 2..{MAX_LEN_LIMIT}"
-        )
-    expected = _expected_shapes(config)
-    for name in [*expected, *(k for k in state if k not in expected)]:  # in order
-        got = tuple(state[name].shape) if name in state else None
-        if got != expected.get(name):
-            raise CheckpointError(
-                f"weight {name} has shape {got} in the file, the config needs "
-                f"{expected.get(name)}"
-            )
-    bad = next((k for k, t in state.items() if not bool(torch.isfinite(t).all())), None)
-    if bad is not None:  # a model of NaN translates every sentence into nothing
-        raise CheckpointError(f"weight {bad} holds NaN or infinite values")
-    return config
-
 # %% ../nbs/14_checkpoints.ipynb #c3a1f0e2
-MODEL_FORMAT = "transformer-lit model v1"
-CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE = (
-    "config.json", "model.safetensors", "tokenizer.model",
-)
-MODEL_FILES = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE)  # what a model folder holds
-
-
 def stored_tensors(model: Transformer) -> dict[str, Tensor]:
     """The tensors that model.safetensors holds: the state dict on the CPU, a shared
     embedding once (src_embed.weight is tgt_embed.weight)."""
@@ -380,84 +173,10 @@ def save_model(folder: str | Path, model: Transformer, tokenizer: bytes,
                record: dict[str, Any] | None = None) -> Path:
     """Write folder/model.safetensors, tokenizer.model and config.json (config, the
     two files' SHA-256, record), each atomically, config.json last; returns folder."""
-    folder, record = Path(folder), {} if record is None else record
-    if not isinstance(tokenizer, bytes):
-        raise ArgumentTypeError(
-            f"tokenizer must be the tokenizer's bytes "
-            f"(SubwordTokenizer.to_bytes()), got {type(tokenizer).__name__}"
-        )
-    try:
-        json.dumps(record)
-    except (TypeError, ValueError) as e:
-        raise ArgumentError(f"record must be plain JSON data: {e}") from None
-    weights = save_safetensors(stored_tensors(model), metadata={"format": "pt"})
-    files = {WEIGHTS_FILE: weights, TOKENIZER_FILE: bytes(tokenizer)}
-    digests = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
-    for name, data in files.items():
-        write_atomically(folder / name, lambda f, data=data: f.write(data))
-    text = json.dumps(
-        {
-            "format": MODEL_FORMAT,
-            "config": config_to_dict(model.config),
-            "files": digests,
-            "record": record,
-        },
-        indent=1,
-        ensure_ascii=False,
-    )
-    write_text_atomically(folder / CONFIG_FILE, text + "\n")
-    return folder
+    tensors, config = stored_tensors(model), config_to_dict(model.config)
+    return write_model_files(folder, config, tensors, tokenizer, record)
 
 # %% ../nbs/14_checkpoints.ipynb #c3a1f0e3
-CONFIG_LIMIT = 1 << 24  # bytes of config.json, its record included, at most (16 MiB)
-
-
-def _read_checked(path: Path, digest: Any) -> bytes:
-    "The bytes of path, once they match the SHA-256 digest that config.json gives."
-    if not isinstance(digest, str):
-        raise CheckpointError(f"{path.parent / CONFIG_FILE} gives no SHA-256 for "
-                              f"{path.name}")
-    if not path.is_file():
-        raise FileNotFoundError(f"no {path.name} in {path.parent}")
-    with open_regular(path) as f:
-        data = f.read()
-    if hashlib.sha256(data).hexdigest() != digest:
-        raise CheckpointError(f"{path} is damaged: it does not match the SHA-256 "
-                              f"that {CONFIG_FILE} gives")
-    return data
-
-
-def read_model_files(
-    folder: str | Path,
-) -> tuple[dict[str, Any], dict[str, Tensor], bytes]:
-    """config.json's data, the tensors (a shared embedding tied again) and the
-    tokenizer's bytes of a folder written by save_model, each file checked."""
-    folder = Path(folder)
-    if not (folder / CONFIG_FILE).is_file():
-        raise FileNotFoundError(f"no model at {folder}: it holds no {CONFIG_FILE}")
-    try:
-        meta = json.loads(read_small_file(folder / CONFIG_FILE, CONFIG_LIMIT))
-    except ValueError as e:  # not UTF-8, not JSON, or too large
-        raise CheckpointError(f"{folder / CONFIG_FILE} is not ours: {e}") from None
-    if not isinstance(meta, dict) or meta.get("format") != MODEL_FORMAT:
-        raise CheckpointError(f"{folder / CONFIG_FILE} is not a {MODEL_FORMAT!r} file")
-    files = meta.get("files") if isinstance(meta.get("files"), dict) else {}
-    weights = _read_checked(folder / WEIGHTS_FILE, files.get(WEIGHTS_FILE))
-    tokenizer = _read_checked(folder / TOKENIZER_FILE, files.get(TOKENIZER_FILE))
-    try:
-        tensors = load_safetensors(weights)
-    except SafetensorError as e:
-        raise CheckpointError(
-            f"{folder / WEIGHTS_FILE} is not a safetensors file "
-            f"({str(e).splitlines()[0]})"
-        ) from None
-    config = meta.get("config")
-    if isinstance(config, dict) and config.get("share_embeddings") is True:
-        if "tgt_embed.weight" in tensors and "src_embed.weight" not in tensors:
-            tensors["src_embed.weight"] = tensors["tgt_embed.weight"]  # one matrix
-    return meta, tensors, tokenizer
-
-
 def load_model_folder(path: str | Path) -> tuple[Transformer, bytes, dict[str, Any]]:
     """The model of a folder written by save_model (float32, training mode: call
     .eval()), its tokenizer's bytes and its record; path may also be a model.pt of an
@@ -479,4 +198,3 @@ def load_model_folder(path: str | Path) -> tuple[Transformer, bytes, dict[str, A
                               f"beside it: {why}") from None
     record = meta.get("record")
     return model, tokenizer, record if isinstance(record, dict) else {}
-

@@ -19,19 +19,20 @@ from tqdm import tqdm
 from transformer_lit.data import (
     PAD_ID, Batch, EncodedPair, batch_plan, collate, make_batches,
 )
+from .machine import forward_wrapper
 from .model import Transformer
 from .recipe import TrainSettings, autocast_for, make_scaler
+from .safeguards import check_loss_args
 from transformer_lit.validate import (
-    ArgumentError, ArgumentTypeError, check_int, check_int_tensor, check_positive_int,
-    check_probability,
+    ArgumentError, ArgumentTypeError, check_int, check_positive_int,
 )
 
 _T = TypeVar("_T")  # the items take_shard shares out
 
 # %% auto #0
-__all__ = ['LossFn', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'check_loss_args', 'noam_lr', 'make_optimizer',
-           'evaluate', 'StepOptions', 'train_step', 'TrainState', 'take_shard', 'batch_stream', 'snapshot',
-           'FitOptions', 'fit', 'finish_run']
+__all__ = ['LossFn', 'LossTerms', 'label_smoothing_loss', 'smoothed_terms', 'noam_lr', 'make_optimizer', 'evaluate',
+           'StepOptions', 'train_step', 'TrainState', 'take_shard', 'batch_stream', 'snapshot', 'FitOptions', 'fit',
+           'finish_run']
 
 # %% ../nbs/13_training.ipynb #54194eca
 class LossTerms(NamedTuple):
@@ -67,16 +68,6 @@ def smoothed_terms(
     return LossTerms(
         torch.where(keep, loss, 0.0).sum() / n, torch.where(keep, nll, 0.0).sum() / n
     )
-
-# %% ../nbs/13_training.ipynb #0b5a339c
-def check_loss_args(logits: Tensor, target: Tensor, smoothing: float) -> None:
-    """ArgumentError unless target holds integer ids of logits' shape but the last and
-    smoothing is a probability (no look at the values: that would wait for a GPU)."""
-    check_int_tensor("target", target)
-    if logits.shape[:-1] != target.shape:
-        raise ArgumentError(f"logits (..., V) {tuple(logits.shape)} and target (...) "
-                            f"{tuple(target.shape)} must agree")
-    check_probability("smoothing", smoothing)
 
 # %% ../nbs/13_training.ipynb #a31105e1
 def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) -> float:
@@ -283,7 +274,7 @@ def fit(
     _check_fit_args(data, state)
     (train, valid), device = data, next(model.parameters()).device
     options, state = options or FitOptions(), state or TrainState()
-    forward = _forward_for(model, settings, options.parallel)
+    forward = forward_wrapper(model, settings.compile, options.parallel)
     max_tokens = settings.max_tokens
     valid_batches = [b.to(device) for b in make_batches(valid, max_tokens, 0)]
     batches = batch_stream(train, max_tokens, settings.seed, state, options.shard)
@@ -370,23 +361,6 @@ def finish_run(
     return done
 
 # %% ../nbs/13_training.ipynb #c768e6be
-def _forward_for(
-    model: nn.Module,
-    settings: TrainSettings,
-    parallel: Callable[[nn.Module], nn.Module] | None,
-) -> Callable[[Tensor, Tensor], Tensor] | None:
-    """The wrapper train_step calls instead of the model: parallel(model) (e.g. DDP),
-    compiled if settings.compile; None where there is none (the model itself)."""
-    forward = parallel(model) if parallel else None
-    if forward is model:  # one process: no wrapper, the step may take its own route
-        forward = None
-    if settings.compile:
-        # dynamic=True: one compiled graph for every batch shape; length-bucketed
-        # batches would otherwise recompile for each new (B, S, T)
-        forward = torch.compile(forward or model, dynamic=True)
-    return forward
-
-
 def _progress_bar(progress: bool, settings: TrainSettings, state: TrainState) -> tqdm:
     "A bar over the steps; tqdm.auto (a widget in Jupyter) only when shown."
     if progress:  # imported only here: it warns in a Jupyter without ipywidgets
