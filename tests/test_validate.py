@@ -175,3 +175,41 @@ def test_check_path_takes_str_and_paths_and_names_anything_else(tmp_path):
     for bad in (5, None, b"bytes", ["a"]):
         with pytest.raises(ArgumentError, match="^out must be a path \\(str or Path\\), got "):
             check_path("out", bad)
+
+
+# ------------------------------------------------------------------ decoding's arguments
+def test_decoding_checks_name_the_field_and_read_only_attributes():
+    "check_decode_args, check_beam_args, check_evaluating, replace_fields (chapter 16's)."
+    import dataclasses
+    from types import SimpleNamespace
+
+    from transformer_lit.validate import (MAX_LENGTH_PENALTY, check_beam_args, check_decode_args,
+                                          check_evaluating, replace_fields)
+
+    config = SimpleNamespace(max_new_tokens=10, bos_id=1, eos_id=2, beam_size=1, length_penalty=0.6)
+    check_decode_args(config, rows=3, vocab_size=12, max_len=32)
+    bad = {"beam_size": 13, "max_new_tokens": 40, "eos_id": 12}
+    for field, value in bad.items():
+        with pytest.raises(ArgumentError, match=field):
+            check_decode_args(SimpleNamespace(**{**vars(config), field: value}), 3, 12, 32)
+    with pytest.raises(ArgumentError, match=r"\(3,\) counts"):
+        check_decode_args(SimpleNamespace(**{**vars(config), "max_new_tokens": torch.tensor([3, 4])}),
+                          3, 12, 32)
+    with pytest.raises(ArgumentError, match="eos_id must be a token id"):
+        check_decode_args(SimpleNamespace(**{**vars(config), "eos_id": None, "beam_size": 2}), 3, 12, 32)
+    for alpha in (float("nan"), float("inf"), -0.5, MAX_LENGTH_PENALTY + 1):
+        with pytest.raises(ArgumentError, match="length_penalty"):
+            check_beam_args(12, 4, alpha)
+    check_evaluating(SimpleNamespace(training=False))
+    with pytest.raises(ArgumentError, match=r"model\.eval\(\)"):
+        check_evaluating(SimpleNamespace(training=True))
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        beam_size: int = 1
+
+    assert replace_fields(Config(), {"beam_size": 4}, Config) == Config(4)
+    with pytest.raises(ArgumentError, match="beams is not a Config field"):
+        replace_fields(Config(), {"beams": 4}, Config)
+    with pytest.raises(TypeError, match="config must be a Config"):
+        replace_fields(config, {}, Config)

@@ -5,33 +5,32 @@
 # %% ../nbs/16_inference.ipynb #2f87196b
 from __future__ import annotations
 
-import dataclasses
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-from .attention import attention_weights
 from .cache import KVCache
 from .data import BOS_ID, EOS_ID, SubwordTokenizer
+from transformer_lit.decoding_extras import (
+    Decoded, DecodeFn, InputTruncatedWarning, OutputTruncatedWarning,
+    cross_attention_maps, decode_in_batches, no_repeat_ngram, output_limit, warn_cuts,
+)
 from .masking import padding_mask
 from .model import Transformer, check_tokens
 from .recipe import autocast_for
 from transformer_lit.validate import (
-    ArgumentError, ArgumentTypeError, check_bool, check_int, check_int_tensor,
-    check_number, check_positive_int, check_texts,
+    MAX_LENGTH_PENALTY, ArgumentError, ArgumentTypeError, check_beam_args,
+    check_decode_args, check_evaluating, check_generation_fields, check_int,
+    check_texts, replace_fields,
 )
 
 # %% auto #0
-__all__ = ['Step', 'StepFactory', 'Pick', 'LogitsProcessor', 'MAX_LENGTH_PENALTY', 'DecodeFn', 'new_cache', 'decode_step',
-           'GenerationConfig', 'generate', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'no_repeat_ngram',
-           'cross_attention_maps', 'InputTruncatedWarning', 'output_limit', 'OutputTruncatedWarning', 'Decoded',
-           'check_front_door', 'decode_in_batches', 'translate']
+__all__ = ['Step', 'StepFactory', 'Pick', 'LogitsProcessor', 'new_cache', 'decode_step', 'GenerationConfig', 'generate',
+           'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'check_front_door', 'translate']
 
 # %% ../nbs/16_inference.ipynb #35281bc7
 @torch.no_grad()
@@ -103,7 +102,7 @@ class GenerationConfig:
     processors: tuple[LogitsProcessor, ...] = ()  # each changes the logits, in order
 
     def __post_init__(self) -> None:
-        _check_generation_fields(self)
+        check_generation_fields(self)  # chapter 36
 
 # %% ../nbs/16_inference.ipynb #30b99f2e
 def _greedy(route: _Route, config: GenerationConfig) -> tuple[Tensor, Tensor]:
@@ -181,11 +180,12 @@ def _generate(
     model: Transformer, src: Tensor, config: GenerationConfig
 ) -> tuple[Tensor, Tensor]:
     "generate's tokens (B, 1 + n) and each row's length (B,), eos_id included."
-    _check_evaluating(model)
+    check_evaluating(model)
     check_tokens("src", src, model.config.src_vocab_size, model.config.max_len)
     if src.shape[1] == 0:  # nothing to attend to: the decoder's softmax has no key
         raise ArgumentError("src has length 0: give each row at least one token")
-    _check_decode_args(model, config, rows=src.shape[0])
+    V, max_len = model.config.tgt_vocab_size, model.config.max_len
+    check_decode_args(config, src.shape[0], V, max_len)  # ids and budgets fit
     search = _greedy if config.beam_size == 1 else _beam
     return search(_Route(model, src, config), config)
 
@@ -209,81 +209,10 @@ def greedy_decode(
     return _generate(model, src, config)[0]
 
 # %% ../nbs/16_inference.ipynb #c122b3a2
-def _check_generation_fields(c: GenerationConfig) -> None:
-    "ArgumentError naming the field unless it has a type generate can use."
-    n = c.max_new_tokens
-    if isinstance(n, Tensor):  # one budget per row
-        n = check_int_tensor("max_new_tokens", n, "(B,)", what="counts")
-        if n.numel() and int(n.min()) < 0:
-            raise ArgumentError(f"max_new_tokens must be >= 0, got {n.tolist()}")
-    else:
-        check_int("max_new_tokens", n, low=0)
-    check_int("bos_id", c.bos_id, low=0)
-    if c.eos_id is not None:
-        check_int("eos_id", c.eos_id, low=0)
-    check_bool("use_cache", c.use_cache), check_bool("static_cache", c.static_cache)
-    if c.static_cache and not c.use_cache:
-        raise ArgumentError("static_cache=True is a mode of the cache: needs use_cache")
-    for name in ("decoder", "pick"):
-        if getattr(c, name) is not None and not callable(getattr(c, name)):
-            raise ArgumentTypeError(f"{name} must be a function or None, got "
-                                    f"{type(getattr(c, name)).__name__}")
-    if not isinstance(c.processors, (tuple, list)) or not all(
-        map(callable, c.processors)
-    ):
-        raise ArgumentTypeError("processors must be a tuple of functions (tokens, "
-                                f"logits) -> logits, got {c.processors!r:.60}")
-    object.__setattr__(c, "processors", tuple(c.processors))  # frozen: set once
-
-
-def _check_decode_args(model: Transformer, config: GenerationConfig, rows: int) -> None:
-    """ArgumentError naming the field unless it fits the model (ids in the vocabulary,
-    budgets at most max_len, (rows,) if a tensor)."""
-    if config.beam_size != 1:  # below, with beam search; greedy has no penalty
-        _check_beam_args(model, config.beam_size, config.length_penalty)
-    if config.eos_id is None and config.beam_size != 1:  # no "run to the budget" here
-        raise ArgumentError(
-            "eos_id must be a token id: beam search finishes a hypothesis at it "
-            "(None, decoding to the budget, is for greedy decoding)"
-        )
-    n = config.max_new_tokens
-    if isinstance(n, Tensor):
-        if n.shape != (rows,):
-            raise ArgumentError(f"max_new_tokens as a tensor must be ({rows},) counts, "
-                                f"one per row, got {tuple(n.shape)}")
-        n = int(n.max()) if rows else 0  # the largest, checked below
-    if n > model.config.max_len:
-        raise ArgumentError(
-            f"max_new_tokens = {n} > config.max_len = {model.config.max_len}"
-        )
-    V = model.config.tgt_vocab_size
-    for name in ("bos_id", "eos_id"):
-        if getattr(config, name) is not None:
-            check_int(name, getattr(config, name), low=0, high=V - 1)  # a token id
-
-
-def _check_evaluating(model: Transformer) -> None:
-    "ArgumentError unless model is in evaluation mode: decoding leaves the mode alone."
-    if model.training:
-        raise ArgumentError(
-            "model is in training mode (dropout on): call model.eval() before decoding"
-        )
-
-
 def _config(config: GenerationConfig | None, options: dict) -> GenerationConfig:
     "config (the defaults if None) with options' fields replaced; ArgumentError if not."
-    if config is None:
-        config = GenerationConfig()
-    if not isinstance(config, GenerationConfig):
-        raise ArgumentTypeError(
-            f"config must be a GenerationConfig, got {type(config).__name__}"
-        )
-    fields = [f.name for f in dataclasses.fields(GenerationConfig)]
-    for name in options:
-        if name not in fields:
-            raise ArgumentError(f"{name} is not a GenerationConfig field; the fields "
-                                f"are {', '.join(fields)}")
-    return dataclasses.replace(config, **options) if options else config
+    config = GenerationConfig() if config is None else config
+    return replace_fields(config, options, GenerationConfig)
 
 # %% ../nbs/16_inference.ipynb #a58781cd
 def gnmt_length_penalty(length: Tensor, alpha: float) -> Tensor:
@@ -372,126 +301,6 @@ def beam_search(
     tokens, length = _generate(model, src, _config(config, options))
     return [row[: 1 + n] for row, n in zip(tokens, length.tolist())]
 
-# %% ../nbs/16_inference.ipynb #5e0c7a31
-# above it, ((5 + T) / 6) ** alpha passes float32's range for long outputs (T = 256:
-# 43.5 ** 24 > 3.4e38) and the ranking is lost; GNMT's own values are 0.6 to 1
-MAX_LENGTH_PENALTY = 10.0
-
-
-def _check_beam_args(model: Transformer, beam_size: int, length_penalty: float) -> None:
-    "ArgumentError naming the argument unless 1 <= beam_size <= V and 0 <= alpha <= 10."
-    V, k, alpha = model.config.tgt_vocab_size, beam_size, length_penalty
-    check_int("beam_size", k, low=1, high=V)  # at most every token of the vocabulary
-    check_number("length_penalty", alpha, 0.0, MAX_LENGTH_PENALTY)
-
-# %% ../nbs/16_inference.ipynb #04d8f3e4
-def no_repeat_ngram(n: int) -> LogitsProcessor:
-    """A processor that forbids each row any token that would repeat an n-gram of its
-    tokens so far: logits (R, V) -> the same with those set to -inf."""
-    check_positive_int("n", n)
-
-    def process(tokens: Tensor, logits: Tensor) -> Tensor:
-        L = tokens.shape[1]  # tokens so far, bos_id first
-        if L < n:
-            return logits  # no n-gram written yet
-        # (R, W, n): every n-gram so far that ends in a written token (not bos_id)
-        grams = tokens.unfold(1, n, 1)[:, max(0, 2 - n) :]
-        recent = tokens[:, L - n + 1 :]  # (R, n - 1) what the next token would extend
-        again = (grams[..., :-1] == recent[:, None]).all(-1)  # (R, W)
-        banned = torch.zeros_like(logits, dtype=torch.long)  # (R, V) counts
-        banned.scatter_add_(1, grams[..., -1], again.long())
-        return logits.masked_fill(banned > 0, float("-inf"))
-
-    return process
-
-# %% ../nbs/16_inference.ipynb #d84b6514
-def cross_attention_maps(model: Transformer, src: Tensor, out: Tensor) -> list[Tensor]:
-    """Each decoder layer's cross-attention weights, averaged over heads, for src (1,
-    S), out (1, T): (T, S)."""
-    maps = []
-
-    # args = (query, key, value), kwargs = {"mask": ...}
-    def record(module, args, kwargs, _):
-        q, k, _v = module.project_qkv(*args)
-        # (H, T, S) -> (T, S)
-        maps.append(attention_weights(q, k, kwargs["mask"])[0].mean(0))
-
-    hooks = [
-        layer.cross_attn.register_forward_hook(record, with_kwargs=True)
-        for layer in model.decoder.layers
-    ]
-    with torch.no_grad():
-        model(src, out)
-    for h in hooks:
-        h.remove()
-    return maps
-
-
-# %% ../nbs/16_inference.ipynb #e8b1d6c2
-class InputTruncatedWarning(UserWarning):
-    "Sentence `index` has `tokens` tokens, more than the model reads (`limit`)."
-    def __init__(self, index: int, tokens: int, limit: int) -> None:
-        super().__init__(index, tokens, limit)   # args, so that it pickles
-        self.index, self.tokens, self.limit = index, tokens, limit
-
-    def __str__(self) -> str:
-        return (f"sentence {self.index} has {self.tokens} tokens, more than the model "
-                f"reads ({self.limit}): only its first {self.limit} are translated")
-
-# %% ../nbs/16_inference.ipynb #1f6a0c93
-def _warn_truncated(model: Transformer, tokens: list[int]) -> None:
-    """Warn (InputTruncatedWarning) for each sentence longer than the model reads;
-    tokens: each sentence's length in tokens."""
-    limit = model.config.max_len - 1   # one position is kept for eos
-    for i, n in enumerate(tokens):
-        if n > limit:
-            warnings.warn(InputTruncatedWarning(i, n, limit),
-                          stacklevel=3)   # the line that called translate
-
-# %% ../nbs/16_inference.ipynb #7c5d2e48
-def output_limit(source_tokens: int, max_len: int) -> int:
-    """Most tokens a translation of a source of source_tokens tokens (eos included) may
-    have: 1.5 times as many plus 10, at most max_len - 1."""
-    check_int("source_tokens", source_tokens, low=0)
-    check_int("max_len", max_len, low=2)
-    return min(source_tokens + source_tokens // 2 + 10, max_len - 1)
-
-# %% ../nbs/16_inference.ipynb #febad685
-class OutputTruncatedWarning(UserWarning):
-    "Sentence `index`'s translation reached its limit (`limit` tokens) without an end."
-
-    def __init__(self, index: int, limit: int) -> None:
-        super().__init__(index, limit)  # args, so that it pickles
-        self.index, self.limit = index, limit
-
-    def __str__(self) -> str:
-        return (
-            f"the translation of sentence {self.index} reached its limit of "
-            f"{self.limit} tokens before the model ended it: it may be incomplete"
-        )
-
-# %% ../nbs/16_inference.ipynb #39e48a3d
-# (src (B, S), each row's output_limit (B,)) -> B rows of tokens, bos_id first
-DecodeFn = Callable[[Tensor, Tensor], Sequence[Tensor]]
-
-
-class Decoded(NamedTuple):
-    """decode_in_batches' result, in input order: texts, limits, which reached theirs,
-    and each source's length in tokens (before any cut)."""
-
-    texts: list[str]
-    limits: list[int]
-    cut: list[bool]
-    tokens: list[int]
-
-
-def _pad_rows(rows: list[list[int]], pad_id: int) -> Tensor:
-    "Lists of token ids -> one (B, S) tensor, padded with pad_id at the end."
-    out = torch.full((len(rows), max(map(len, rows))), pad_id, dtype=torch.long)
-    for r, ids in enumerate(rows):
-        out[r, : len(ids)] = torch.tensor(ids)
-    return out
-
 # %% ../nbs/16_inference.ipynb #568ad89e
 def check_front_door(model: object, tokenizer: object) -> None:
     """ArgumentError unless model is a Transformer in evaluation mode and tokenizer a
@@ -503,42 +312,15 @@ def check_front_door(model: object, tokenizer: object) -> None:
         raise ArgumentTypeError(f"tokenizer must be a SubwordTokenizer "
                                 f"(load_pretrained gives one), got "
                                 f"{type(tokenizer).__name__}")
-    _check_evaluating(model)  # the caller's mode: translate never changes it
-
-# %% ../nbs/16_inference.ipynb #cc8add63
-@torch.no_grad()
-def decode_in_batches(model: Transformer, tokenizer: SubwordTokenizer,
-                      sentences: Sequence[str], decode: DecodeFn,
-                      batch_size: int = 64) -> Decoded:
-    """Encode sentences (cut to max_len - 1 tokens, eos added), decode them in batches
-    of similar length, each row up to its output_limit -> Decoded, in input order."""
-    check_front_door(model, tokenizer)
-    check_positive_int("batch_size", batch_size)
-    device, max_len = next(model.parameters()).device, model.config.max_len
-    encoded = tokenizer.encode(list(sentences))  # once: a sentence may be long
-    tokens = [len(x) for x in encoded]
-    ids = [x[: max_len - 1] + [EOS_ID] for x in encoded]
-    limits = [output_limit(len(x), max_len) for x in ids]
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    texts, cut = [""] * len(ids), [False] * len(ids)
-    for k in range(0, len(order), batch_size):
-        chunk = order[k : k + batch_size]
-        src = _pad_rows([ids[i] for i in chunk], model.config.pad_id).to(device)
-        limit = torch.tensor([limits[i] for i in chunk], device=device)
-        with autocast_for(device):  # chapter 10
-            rows = decode(src, limit)
-        for r, i in enumerate(chunk):
-            out = rows[r][1 : 1 + limits[i]]  # tokenizer.decode stops at eos
-            texts[i] = tokenizer.decode(out)
-            cut[i] = not bool((out == EOS_ID).any())
-    return Decoded(texts, limits, cut, tokens)
+    check_evaluating(model)  # the caller's mode: translate never changes it
 
 # %% ../nbs/16_inference.ipynb #078d0a15
 def _batch_decoder(model: Transformer, config: GenerationConfig) -> DecodeFn:
     "What translate decodes a batch with: generate, each row up to its own limit."
     def decode(src: Tensor, limits: Tensor) -> Sequence[Tensor]:
         ids = dict(max_new_tokens=limits, bos_id=BOS_ID, eos_id=EOS_ID)
-        return generate(model, src, config, **ids)
+        with autocast_for(src.device):  # chapter 10
+            return generate(model, src, config, **ids)
     return decode
 
 # %% ../nbs/16_inference.ipynb #b405830b
@@ -551,12 +333,10 @@ def translate(model: Transformer, tokenizer: SubwordTokenizer, sentences: Sequen
     check_front_door(model, tokenizer)
     sentences = check_texts("sentences", sentences)  # each item a str, named if not
     config = _config(config, options)
-    # before any work, even for []
-    _check_beam_args(model, config.beam_size, config.length_penalty)
-    done = decode_in_batches(
-        model, tokenizer, sentences, _batch_decoder(model, config), batch_size
-    )
-    _warn_truncated(model, done.tokens)
-    for i in (i for i, cut in enumerate(done.cut) if cut):
-        warnings.warn(OutputTruncatedWarning(i, done.limits[i]), stacklevel=2)
+    V = model.config.tgt_vocab_size  # before any work, even for []
+    check_beam_args(V, config.beam_size, config.length_penalty)
+    decode = _batch_decoder(model, config)
+    done = decode_in_batches(model, tokenizer, sentences, decode, batch_size,
+                             eos_id=EOS_ID)
+    warn_cuts(done, model.config.max_len - 1)  # one position is kept for eos
     return done.texts

@@ -10,11 +10,11 @@ from typing import Any
 
 import sacrebleu
 
-from .corpus import Verse
+from .decoding_extras import translated_verses  # page 41
 from .validate import ArgumentError, check_texts
 
 # %% auto #0
-__all__ = ['bleu', 'corpus_scores', 'reference_scores', 'like_for_like', 'translated_verses']
+__all__ = ['bleu', 'corpus_scores', 'reference_scores', 'like_for_like']
 
 # %% ../nbs/17_evaluation.ipynb #e9bb83a5
 def _paired_texts(
@@ -95,21 +95,3 @@ def like_for_like(
                 rows[f"human: {other}"] = reference_scores(text, reference)
         table[code] = {n: {**s, "reference": code} for n, s in rows.items()}
     return table
-
-# %% ../nbs/17_evaluation.ipynb #994e3321
-def translated_verses(
-    record: dict[str, Any], split: str, verses: Sequence[Verse]
-) -> tuple[list[Verse], list[str], dict[str, list[str]]]:
-    """The verses of `split` a stored translation record translated: those with its
-    source and every reference, checked against its keys -> (verses, sources,
-    {version: references}), in its order."""
-    source, refs = record["source"], record["references"]
-    kept = [v for v in verses if all(c in v.texts for c in (source, *refs))]
-    keys = [f"{v.book}:{v.chapter}:{v.verse}" for v in kept]
-    if keys != record["sets"][split]["keys"]:
-        raise ArgumentError(
-            f"verses: not the {split} verses the record translated ({len(keys)} "
-            f"usable, the record has {len(record['sets'][split]['keys'])})"
-        )
-    references = {c: [v.texts[c] for v in kept] for c in refs}
-    return kept, [v.texts[source] for v in kept], references

@@ -5,6 +5,7 @@
 # %% ../nbs/36_validate.ipynb #151b4829
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import operator
@@ -30,8 +31,10 @@ def _shown(value: object, width: int = 60) -> str:
     return text if len(text) <= width else f"{text[: width - 5]}...{text[-2:]}"
 
 # %% auto #0
-__all__ = ['ArgumentError', 'ArgumentTypeError', 'check_int', 'check_positive_int', 'check_number', 'check_probability',
-           'check_bool', 'check_choice', 'check_path', 'check_texts', 'check_int_tensor', 'check_token_ids']
+__all__ = ['MAX_LENGTH_PENALTY', 'ArgumentError', 'ArgumentTypeError', 'check_int', 'check_positive_int', 'check_number',
+           'check_probability', 'check_bool', 'check_choice', 'check_path', 'check_texts', 'check_int_tensor',
+           'check_token_ids', 'check_beam_args', 'check_evaluating', 'replace_fields', 'check_generation_fields',
+           'check_decode_args']
 
 # %% ../nbs/36_validate.ipynb #f480c43a
 def _int_words(low: int | None, high: int | None) -> str:
@@ -206,3 +209,86 @@ def check_token_ids(
             f"{int(tokens.min())}..{int(tokens.max())}"
         )
     return tokens
+
+# %% ../nbs/36_validate.ipynb #e9c1a131
+# above it, ((5 + T) / 6) ** alpha passes float32's range for long outputs (T = 256:
+# 43.5 ** 24 > 3.4e38) and the ranking is lost; GNMT's own values are 0.6 to 1
+MAX_LENGTH_PENALTY = 10.0
+
+
+def check_beam_args(vocab_size: int, beam_size: object, length_penalty: object) -> None:
+    "ArgumentError naming the argument unless 1 <= beam_size <= V and 0 <= alpha <= 10."
+    check_int("beam_size", beam_size, low=1, high=vocab_size)  # at most every token
+    check_number("length_penalty", length_penalty, 0.0, MAX_LENGTH_PENALTY)
+
+
+def check_evaluating(model: object) -> None:
+    "ArgumentError unless model is in evaluation mode: decoding leaves the mode alone."
+    if model.training:
+        raise ArgumentError(
+            "model is in training mode (dropout on): call model.eval() before decoding"
+        )
+
+
+def replace_fields(config: object, options: dict, kind: type) -> object:
+    "config, a `kind` dataclass, with options' fields replaced; ArgumentError if not."
+    if not isinstance(config, kind):
+        raise ArgumentTypeError(
+            f"config must be a {kind.__name__}, got {type(config).__name__}"
+        )
+    fields = [f.name for f in dataclasses.fields(kind)]
+    for name in options:
+        if name not in fields:
+            raise ArgumentError(f"{name} is not a {kind.__name__} field; the fields "
+                                f"are {', '.join(fields)}")
+    return dataclasses.replace(config, **options) if options else config
+
+# %% ../nbs/36_validate.ipynb #458b267d
+def check_generation_fields(c: object) -> None:
+    "ArgumentError naming the field unless a GenerationConfig's has a type it can use."
+    n = c.max_new_tokens
+    if isinstance(n, Tensor):  # one budget per row
+        n = check_int_tensor("max_new_tokens", n, "(B,)", what="counts")
+        if n.numel() and int(n.min()) < 0:
+            raise ArgumentError(f"max_new_tokens must be >= 0, got {n.tolist()}")
+    else:
+        check_int("max_new_tokens", n, low=0)
+    check_int("bos_id", c.bos_id, low=0)
+    if c.eos_id is not None:
+        check_int("eos_id", c.eos_id, low=0)
+    check_bool("use_cache", c.use_cache), check_bool("static_cache", c.static_cache)
+    if c.static_cache and not c.use_cache:
+        raise ArgumentError("static_cache=True is a mode of the cache: needs use_cache")
+    for name in ("decoder", "pick"):
+        if getattr(c, name) is not None and not callable(getattr(c, name)):
+            raise ArgumentTypeError(f"{name} must be a function or None, got "
+                                    f"{type(getattr(c, name)).__name__}")
+    if not isinstance(c.processors, (tuple, list)) or not all(
+        map(callable, c.processors)
+    ):
+        raise ArgumentTypeError("processors must be a tuple of functions (tokens, "
+                                f"logits) -> logits, got {c.processors!r:.60}")
+    object.__setattr__(c, "processors", tuple(c.processors))  # frozen: set once
+
+
+def check_decode_args(config: object, rows: int, vocab_size: int, max_len: int) -> None:
+    """ArgumentError naming the field unless a GenerationConfig fits the model: ids in
+    its vocabulary, budgets at most max_len, (rows,) if a tensor."""
+    if config.beam_size != 1:  # greedy decoding has no penalty
+        check_beam_args(vocab_size, config.beam_size, config.length_penalty)
+    if config.eos_id is None and config.beam_size != 1:  # no "run to the budget" here
+        raise ArgumentError(
+            "eos_id must be a token id: beam search finishes a hypothesis at it "
+            "(None, decoding to the budget, is for greedy decoding)"
+        )
+    n = config.max_new_tokens
+    if isinstance(n, Tensor):
+        if n.shape != (rows,):
+            raise ArgumentError(f"max_new_tokens as a tensor must be ({rows},) counts, "
+                                f"one per row, got {tuple(n.shape)}")
+        n = int(n.max()) if rows else 0  # the largest, checked below
+    if n > max_len:
+        raise ArgumentError(f"max_new_tokens = {n} > config.max_len = {max_len}")
+    for name in ("bos_id", "eos_id"):
+        if getattr(config, name) is not None:
+            check_int(name, getattr(config, name), low=0, high=vocab_size - 1)
