@@ -37,7 +37,7 @@ def chrome(html: str) -> str:
 @pytest.mark.parametrize("page", PAGES)
 def test_the_chinese_pages_furniture_is_chinese(page):
     html = built(ZH / f"{page}.html")
-    assert f"<title>" in html and zh_furniture.TITLE in html.split("</title>")[0]
+    assert "<title>" in html and zh_furniture.TITLE in html.split("</title>")[0]
     attributes = " | ".join(_ATTRS.findall(html))
     left = [w for w in ENGLISH_CHROME if w in attributes or w in chrome(html)]
     assert not left, f"{page}: English furniture {left}"
