@@ -5,8 +5,6 @@
 # %% ../nbs/14_checkpoints.ipynb #22659171
 from __future__ import annotations
 
-import importlib.metadata
-import platform
 import random
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -17,7 +15,7 @@ import torch
 from torch import Tensor
 
 from .files import write_atomically
-from .machine import describe_device
+from .machine import describe_device, run_record
 from transformer_lit.model import (
     Transformer, TransformerConfig, config_from_dict, config_to_dict,
 )
@@ -32,7 +30,7 @@ from .validate import ArgumentError
 
 # %% auto #0
 __all__ = ['RESERVED', 'rng_states', 'restore_rng_states', 'save_checkpoint', 'model_from_checkpoint', 'checked_config',
-           'average_state_dicts', 'run_record', 'stored_tensors', 'save_model', 'load_model_folder']
+           'average_state_dicts', 'stored_tensors', 'save_model', 'load_model_folder']
 
 # %% ../nbs/14_checkpoints.ipynb #715cf094
 def rng_states() -> dict[str, Any]:
@@ -139,25 +137,6 @@ def average_state_dicts(state_dicts: Sequence[dict[str, Tensor]]) -> dict[str, T
         else:
             average[name] = value.clone()
     return average
-
-# %% ../nbs/14_checkpoints.ipynb #114e077e
-def run_record(
-    device: torch.device,
-    preset: str,
-    config: TransformerConfig,
-    settings: Any,  # TrainSettings (chapter 10), a dataclass
-) -> dict[str, Any]:
-    """Device, versions, preset, model configuration and training settings of a run, as
-    plain data."""
-    return {
-        "device": describe_device(device),
-        "preset": preset,
-        "torch": str(torch.__version__),
-        "sacrebleu": importlib.metadata.version("sacrebleu"),
-        "python": platform.python_version(),
-        "config": asdict(config),
-        "settings": asdict(settings),
-    }
 
 # %% ../nbs/14_checkpoints.ipynb #c3a1f0e2
 def stored_tensors(model: Transformer) -> dict[str, Tensor]:

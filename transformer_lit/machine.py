@@ -6,17 +6,19 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import platform
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
 # %% auto #0
-__all__ = ['CPUINFO_FIELDS', 'ONEDNN_FASTER', 'cpu_details', 'describe_device', 'onednn_faster', 'autocast_dtype', 'autocast_for',
-           'make_scaler', 'forward_wrapper', 'attention_policy']
+__all__ = ['CPUINFO_FIELDS', 'ONEDNN_FASTER', 'cpu_details', 'describe_device', 'run_record', 'onednn_faster', 'autocast_dtype',
+           'autocast_for', 'make_scaler', 'forward_wrapper', 'attention_policy']
 
 # %% ../nbs/35_machine.ipynb #3473e0e1
 CPUINFO_FIELDS = {"model name": "name", "vendor_id": "vendor", "cpu family": "family",
@@ -47,6 +49,25 @@ def describe_device(device: torch.device | str) -> str:
         return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
     threads = torch.get_num_threads()
     return f"CPU: {cpu_details()['name']}, {threads} thread{'s' if threads > 1 else ''}"
+
+# %% ../nbs/35_machine.ipynb #114e077e
+def run_record(
+    device: torch.device,
+    preset: str,
+    config: Any,  # a TransformerConfig (chapter 09), a dataclass
+    settings: Any,  # a TrainSettings (chapter 10), a dataclass
+) -> dict[str, Any]:
+    """Device, versions, preset, model configuration and training settings of a run, as
+    plain data."""
+    return {
+        "device": describe_device(device),
+        "preset": preset,
+        "torch": str(torch.__version__),
+        "sacrebleu": importlib.metadata.version("sacrebleu"),
+        "python": platform.python_version(),
+        "config": asdict(config),
+        "settings": asdict(settings),
+    }
 
 # %% ../nbs/35_machine.ipynb #0d7e52c9
 # kind of product: (the first AMD family, the vector instructions) where oneDNN was
