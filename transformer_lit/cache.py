@@ -10,7 +10,9 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from .validate import ArgumentError, check_bool, check_positive_int
+from transformer_lit.validate import (
+    check_bool, check_cache_step, check_cross_kv, check_positive_int,
+)
 
 # %% auto #0
 __all__ = ['KVCache', 'SelfSlot', 'CrossSlot', 'LayerSlot']
@@ -23,11 +25,7 @@ class KVCache:
     def __init__(self, cross_k: Tensor, cross_v: Tensor, memory_mask: Tensor | None,
                  max_len: int, static: bool = False):
         check_positive_int("max_len", max_len)  # slots per sequence
-        if cross_k.dim() != 5 or cross_v.shape != cross_k.shape:
-            raise ArgumentError(
-                f"cross_k and cross_v must both be (L, B, H, S, Dh), got "
-                f"{tuple(cross_k.shape)} and {tuple(cross_v.shape)}"
-            )
+        check_cross_kv(cross_k, cross_v)  # (L, B, H, S, Dh) both: chapter 36
         L, B, H, S, Dh = cross_k.shape
         self.cross_k, self.cross_v = cross_k, cross_v  # (L, B, H, S, Dh)
         self.memory_mask = memory_mask  # (B, 1, 1, S), True = real token; or None
@@ -75,19 +73,8 @@ class KVCache:
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """Write k, v (B, H, 1, Dh) into the current slot -> keys, values (B, H, t + 1
         or Tmax, Dh) and the static mode's mask (None otherwise)."""
-        if k.shape[2] != 1 or v.shape != k.shape:
-            raise ArgumentError(
-                f"the cache takes one new position a step: k and v must "
-                f"be (B, H, 1, Dh), got {tuple(k.shape)}, {tuple(v.shape)}"
-            )
-        if self.length >= self.max_len:
-            raise ArgumentError(
-                f"the cache is full: all max_len = {self.max_len} slots are written"
-            )
-        if not 0 <= layer < len(self.self_k):  # -1 would write the last layer
-            raise ArgumentError(
-                f"layer must be in [0, {len(self.self_k)}), got {layer}"
-            )
+        # one new position, a free slot, a layer in [0, L): chapter 36
+        check_cache_step(k, v, layer, len(self), self.length, self.max_len)
         # in place: no allocation, no copy
         self.self_k[layer].index_copy_(2, self.position.view(1), k)
         self.self_v[layer].index_copy_(2, self.position.view(1), v)

@@ -208,7 +208,7 @@ def greedy_decode(
         )
     return _generate(model, src, config)[0]
 
-# %% ../nbs/16_inference.ipynb #c122b3a2
+
 def _config(config: GenerationConfig | None, options: dict) -> GenerationConfig:
     "config (the defaults if None) with options' fields replaced; ArgumentError if not."
     config = GenerationConfig() if config is None else config
@@ -219,7 +219,7 @@ def gnmt_length_penalty(length: Tensor, alpha: float) -> Tensor:
     "lp(Y) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016, §7), elementwise on lengths."
     return ((5.0 + length) / 6.0) ** alpha
 
-# %% ../nbs/16_inference.ipynb #1778368d
+
 def _select_beams(
     logp: Tensor,
     score: Tensor,

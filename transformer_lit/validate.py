@@ -34,7 +34,7 @@ def _shown(value: object, width: int = 60) -> str:
 __all__ = ['MAX_LENGTH_PENALTY', 'ArgumentError', 'ArgumentTypeError', 'check_int', 'check_positive_int', 'check_number',
            'check_probability', 'check_bool', 'check_choice', 'check_path', 'check_texts', 'check_int_tensor',
            'check_token_ids', 'check_beam_args', 'check_evaluating', 'replace_fields', 'check_generation_fields',
-           'check_decode_args']
+           'check_decode_args', 'check_cross_kv', 'check_cache_step']
 
 # %% ../nbs/36_validate.ipynb #f480c43a
 def _int_words(low: int | None, high: int | None) -> str:
@@ -292,3 +292,29 @@ def check_decode_args(config: object, rows: int, vocab_size: int, max_len: int) 
     for name in ("bos_id", "eos_id"):
         if getattr(config, name) is not None:
             check_int(name, getattr(config, name), low=0, high=vocab_size - 1)
+
+# %% ../nbs/36_validate.ipynb #549f9260
+def check_cross_kv(cross_k: Tensor, cross_v: Tensor) -> None:
+    "ArgumentError unless the memory's keys and values are both (L, B, H, S, Dh)."
+    if cross_k.dim() != 5 or cross_v.shape != cross_k.shape:
+        raise ArgumentError(
+            f"cross_k and cross_v must both be (L, B, H, S, Dh), got "
+            f"{tuple(cross_k.shape)} and {tuple(cross_v.shape)}"
+        )
+
+
+def check_cache_step(k: Tensor, v: Tensor, layer: int, layers: int, length: int,
+                     max_len: int) -> None:
+    """ArgumentError unless k, v are one new position (B, H, 1, Dh), a slot is free
+    (length < max_len) and 0 <= layer < layers."""
+    if k.shape[2] != 1 or v.shape != k.shape:
+        raise ArgumentError(
+            f"the cache takes one new position a step: k and v must "
+            f"be (B, H, 1, Dh), got {tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    if length >= max_len:
+        raise ArgumentError(
+            f"the cache is full: all max_len = {max_len} slots are written"
+        )
+    if not 0 <= layer < layers:  # -1 would write the last layer
+        raise ArgumentError(f"layer must be in [0, {layers}), got {layer}")
