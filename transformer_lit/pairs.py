@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import open_regular
+from .files import open_regular, reason
 from .validate import check_int, check_number
 
 # %% auto #0
@@ -51,7 +51,7 @@ def _text(path: Path, max_bytes: int) -> tuple[str, bool]:
                                  f"(max_bytes)")
             data = f.read(max_bytes + 1)
     except OSError as e:
-        raise PairsError(f"{path}: cannot be read ({e.strerror or e})") from None
+        raise PairsError(f"{path}: cannot be read ({reason(e)})") from None
     if len(data) > max_bytes:   # it grew while we read
         raise PairsError(f"{path}: more than the {_size_words(max_bytes)} a file of "
                          f"pairs may hold (max_bytes)")
