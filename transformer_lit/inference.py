@@ -257,7 +257,7 @@ def _best_hypotheses(
     n = length.gather(1, best[:, None])[:, 0]  # (B,) tokens written, eos_id included
     return tokens.index_select(0, rows)[:, : 1 + (int(n.max()) if B else 0)], n
 
-# %% ../nbs/16_inference.ipynb #42a8f7f9
+
 def _beam(route: _Route, config: GenerationConfig) -> tuple[Tensor, Tensor]:
     """Beam search on route's logits -> per sentence the best beam (B, 1 + n), by
     log P / ((5 + n) / 6) ** alpha, pad_id after its end, and its length (B,)."""

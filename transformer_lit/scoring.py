@@ -76,7 +76,7 @@ def reference_scores(
         "chrf_signature": str(chrf_metric.get_signature()),
     }
 
-# %% ../nbs/17_evaluation.ipynb #df67685b
+
 def like_for_like(
     systems: dict[str, Sequence[str]], references: dict[str, Sequence[str]]
 ) -> dict[str, dict[str, dict[str, Any]]]:
