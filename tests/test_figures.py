@@ -115,3 +115,57 @@ def test_the_built_page_shows_one_figure_in_its_language(lang, alt):
     images = re.findall(r'<img[^>]*alt="([^"]*)"[^>]*src="[^"]*_images/[^"]*\.png"', html)
     images += re.findall(r'<img[^>]*src="[^"]*_images/[^"]*\.png"[^>]*alt="([^"]*)"', html)
     assert len(images) == 1 and images[0].startswith(alt), images
+
+
+# The notebooks whose stored figures are drawn in English only, still to be converted to
+# figures.show (issue 60 item 2). The list only shrinks: a notebook converted leaves it,
+# and no notebook outside it may store an unmarked image.
+TO_CONVERT = ("12_data", "13_training", "18_pretrained", "20_analysis", "25_speed",
+              "26_fast_decoding", "27_export", "30_onnx", "41_deeper_decoding",
+              "42_deeper_results")
+# converted: each stores its figures through figures.show
+CONVERTED = ("02_positional_encoding", "03_attention", "04_masking", "06_feed_forward",
+             "07_encoder", "08_decoder", "09_transformer", "37_deeper_blocks",
+             "38_deeper_model", "44_figures")
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
+
+
+def image_outputs(path):
+    "(cell id, the figures.show marking or None) for each image output stored in path."
+    import json
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return [(cell.get("id"), out.get("metadata", {}).get("transformer_lit"))
+            for cell in nb["cells"] if cell["cell_type"] == "code"
+            for out in cell.get("outputs", [])
+            if any(kind.startswith("image/") for kind in out.get("data", {}))]
+
+
+NOTEBOOKS = sorted((ROOT / "nbs").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_figures_are_marked_with_their_language_and_alt(path):
+    images = image_outputs(path)
+    unmarked = [cell for cell, mark in images if mark is None]
+    if path.stem in TO_CONVERT:
+        assert unmarked, f"{path.stem} stores no unmarked figure: remove it from TO_CONVERT"
+        return
+    assert not unmarked, (f"{path.stem}: cells {unmarked} store a figure without its "
+                          f"language: draw it with transformer_lit.figures.show")
+    if path.stem in CONVERTED:
+        assert images, f"{path.stem} stores no figure"
+    cells = {}
+    for cell, mark in images:
+        cells.setdefault(cell, []).append(mark)
+    for cell, marks in cells.items():
+        assert [m["language"] for m in marks] == list(figures.LANGUAGES), (path.stem, cell)
+        for m in marks:
+            assert isinstance(m["alt"], str) and m["alt"].strip(), (path.stem, cell)
+        assert CHINESE.search(marks[figures.LANGUAGES.index("zh_CN")]["alt"]), (
+            f"{path.stem}, cell {cell}: the Chinese alt text has no Chinese")
+
+
+def test_the_lists_of_notebooks_name_notebooks():
+    stems = {p.stem for p in NOTEBOOKS}
+    assert set(TO_CONVERT) <= stems and set(CONVERTED) <= stems
+    assert not set(TO_CONVERT) & set(CONVERTED)
