@@ -109,6 +109,9 @@ def test_notebook_opens_with_colab_setup(path):
     first = next(c for c in nb["cells"] if c["cell_type"] == "code")
     assert "".join(first["source"]) == sync_repo.setup_cell_source(sync_repo.repo_settings())
     assert not first.get("outputs"), "the set-up cell must do nothing in the venv"
+    # issue 57: installation is not content; the page leaves it out, Colab shows it
+    tags = first.get("metadata", {}).get("tags", [])
+    assert sync_repo.SETUP_TAG in tags and "hide-input" not in tags, tags
 
 
 def run_setup_cell(prelude: str) -> subprocess.CompletedProcess:

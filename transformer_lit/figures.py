@@ -18,13 +18,22 @@ __all__ = ['FIGURES_ENV', 'LANGUAGES', 'CJK_FONTS', 'languages', 'cjk_font', 'Wo
 # %% ../nbs/44_figures.ipynb #60a47273
 FIGURES_ENV = "TRANSFORMER_LIT_FIGURES"   # the languages to draw: "en", "zh_CN" or both
 LANGUAGES = ("en", "zh_CN")
-CJK_FONTS = ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC",
-             "Microsoft YaHei", "PingFang SC", "SimHei")
+CJK_FONTS = (
+    "WenQuanYi Micro Hei",
+    "Noto Sans CJK SC",
+    "Noto Sans SC",
+    "Source Han Sans SC",
+    "Microsoft YaHei",
+    "PingFang SC",
+    "SimHei",
+)
 
 
 def languages() -> tuple[str, ...]:
     "The languages FIGURES_ENV asks figures to be drawn in (default: English only)."
-    asked = [s.strip() for s in os.environ.get(FIGURES_ENV, "en").split(",") if s.strip()]
+    asked = [
+        s.strip() for s in os.environ.get(FIGURES_ENV, "en").split(",") if s.strip()
+    ]
     for language in asked:
         check_choice(FIGURES_ENV, language, LANGUAGES)
     return tuple(dict.fromkeys(asked)) or ("en",)
@@ -33,6 +42,7 @@ def languages() -> tuple[str, ...]:
 def cjk_font() -> str | None:
     "The first font of CJK_FONTS that matplotlib finds installed, else None."
     from matplotlib import font_manager
+
     installed = {f.name for f in font_manager.fontManager.ttflist}
     return next((name for name in CJK_FONTS if name in installed), None)
 
@@ -49,20 +59,28 @@ class Words:
 
 @contextmanager
 def style(language: str):
-    "matplotlib's settings for drawing a figure in this language (a CJK font for zh_CN)."
+    """matplotlib's settings for drawing a figure in this language (a CJK font for
+    zh_CN)."""
     import matplotlib
+
     check_choice("language", language, LANGUAGES)
     if language == "en":
         yield
         return
     font = cjk_font()
     if font is None:
-        raise RuntimeError(f"no font for Chinese is installed (one of {', '.join(CJK_FONTS)}"
-                           f"): install fonts-wqy-microhei or fonts-noto-cjk, or set "
-                           f"{FIGURES_ENV}=en")
-    with matplotlib.rc_context({"font.family": "sans-serif",
-                                "font.sans-serif": [font, "DejaVu Sans"],
-                                "axes.unicode_minus": False}):
+        raise RuntimeError(
+            f"no font for Chinese is installed (one of {', '.join(CJK_FONTS)}"
+            f"): install fonts-wqy-microhei or fonts-noto-cjk, or set "
+            f"{FIGURES_ENV}=en"
+        )
+    with matplotlib.rc_context(
+        {
+            "font.family": "sans-serif",
+            "font.sans-serif": [font, "DejaVu Sans"],
+            "axes.unicode_minus": False,
+        }
+    ):
         yield
 
 # %% ../nbs/44_figures.ipynb #fa82dd1f
