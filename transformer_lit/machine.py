@@ -18,7 +18,7 @@ import torch
 
 # %% auto #0
 __all__ = ['CPUINFO_FIELDS', 'ONEDNN_FASTER', 'cpu_details', 'describe_device', 'run_record', 'onednn_faster', 'autocast_dtype',
-           'autocast_for', 'make_scaler', 'forward_wrapper', 'attention_policy']
+           'autocast_for', 'make_scaler', 'scaled_update', 'forward_wrapper', 'attention_policy']
 
 # %% ../nbs/35_machine.ipynb #3473e0e1
 CPUINFO_FIELDS = {"model name": "name", "vendor_id": "vendor", "cpu family": "family",
@@ -121,6 +121,29 @@ def make_scaler(device: torch.device, settings: Any) -> torch.amp.GradScaler:
     settings.amp, a TrainSettings of chapter 10, is true); a no-op elsewhere."""
     enabled = settings.amp and autocast_dtype(device) == torch.float16
     return torch.amp.GradScaler(device.type, enabled=enabled)
+
+# %% ../nbs/35_machine.ipynb #1f49e850
+def scaled_update(
+    loss: torch.Tensor,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    clip_norm: float | None,
+    scaler: torch.amp.GradScaler | None,
+) -> None:
+    "Backward, clip (clip_norm) and step, through the loss scaler if enabled."
+    scaled = scaler is not None and scaler.is_enabled()
+    # float16: scale the loss so that gradients do not underflow
+    (scaler.scale(loss) if scaled else loss).backward()
+    if scaled:
+        scaler.unscale_(optimizer)  # the true gradients, for clipping
+    if clip_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    if scaled:
+        scaler.step(optimizer)  # skipped if a gradient overflowed
+        scaler.update()  # lower the scale after an overflow, raise it slowly
+    else:
+        optimizer.step()
+
 
 # %% ../nbs/35_machine.ipynb #35e10004
 def forward_wrapper(

@@ -19,7 +19,7 @@ from tqdm import tqdm
 from transformer_lit.data import (
     PAD_ID, Batch, EncodedPair, batch_plan, collate, make_batches,
 )
-from .machine import forward_wrapper
+from .machine import forward_wrapper, scaled_update
 from .model import Transformer
 from .recipe import TrainSettings, autocast_for, make_scaler
 from .safeguards import check_loss_args
@@ -155,30 +155,8 @@ def train_step(
         else:
             terms = LossTerms(*loss(model, batch, smoothing))
     optimizer.zero_grad(set_to_none=True)
-    _update(terms.loss, model, optimizer, settings, options.scaler)
+    scaled_update(terms.loss, model, optimizer, settings.clip_norm, options.scaler)
     return LossTerms(terms.loss.detach(), terms.nll.detach())
-
-# %% ../nbs/13_training.ipynb #18aa2fec
-def _update(
-    loss: Tensor,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    settings: TrainSettings,
-    scaler: torch.amp.GradScaler | None,
-) -> None:
-    "Backward, clip (settings.clip_norm) and step, through the loss scaler if enabled."
-    scaled = scaler is not None and scaler.is_enabled()
-    # float16: scale the loss so that gradients do not underflow
-    (scaler.scale(loss) if scaled else loss).backward()
-    if scaled:
-        scaler.unscale_(optimizer)  # the true gradients, for clipping
-    if settings.clip_norm is not None:
-        nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
-    if scaled:
-        scaler.step(optimizer)  # skipped if a gradient overflowed
-        scaler.update()  # lower the scale after an overflow, raise it slowly
-    else:
-        optimizer.step()
 
 # %% ../nbs/13_training.ipynb #08c7a5c5
 @dataclass
