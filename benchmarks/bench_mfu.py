@@ -35,7 +35,8 @@ from _common import device_name, disable_cudnn_attention, interleaved_medians, t
 from transformer_lit.data import Batch
 from transformer_lit.fast import fast_train_step
 from transformer_lit.model import Transformer
-from transformer_lit.recipe import autocast_dtype, make_scaler, preset_config, preset_settings
+from transformer_lit.machine import autocast_dtype, make_scaler
+from transformer_lit.recipe import preset_config, preset_settings
 from transformer_lit.training import StepOptions, make_optimizer, train_step
 
 GOAL = 0.35

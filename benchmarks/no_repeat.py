@@ -23,7 +23,7 @@ from transformer_lit.analysis import repeated_ngrams
 from transformer_lit.inference import no_repeat_ngram, translate
 from transformer_lit.pretrained import PRETRAINED_SHA256, load_pretrained
 from transformer_lit.scoring import corpus_scores
-from transformer_lit.checkpoints import describe_device
+from transformer_lit.machine import describe_device
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "transformer_lit" / "results" / "no_repeat_cpu.json"

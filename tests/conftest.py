@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_lit import corpus
+from transformer_lit import corpus, files
 from transformer_lit.checkpoints import save_checkpoint
 from transformer_lit.cli import main
 from transformer_lit.data import train_tokenizer
@@ -29,7 +29,7 @@ def synthetic_sha256() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / corpus.VERSES_TSV
         corpus.write_verses_tsv(VERSES, tuple(corpus.VERSIONS), path)
-        return corpus.sha256_of(path)
+        return files.sha256_of(path)
 
 
 # the synthetic corpus is one of ours: accepted beside the pinned one (VERSES_SHA256), in
@@ -78,7 +78,7 @@ def write_cache(folder: Path) -> Path:
 def cache(tmp_path_factory, monkeypatch) -> Path:
     "A fresh cache folder holding the synthetic verses, for this process and its subprocesses (not in tmp_path)."
     folder = write_cache(tmp_path_factory.mktemp("cache") / "cache")
-    monkeypatch.setenv(corpus.CACHE_ENV, str(folder))
+    monkeypatch.setenv(files.CACHE_ENV, str(folder))
     return folder
 
 
@@ -103,7 +103,7 @@ def tiny_run(tmp_path_factory) -> Path:
     err = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()), \
             contextlib.redirect_stderr(err):
-        mp.setenv(corpus.CACHE_ENV, str(write_cache(base / "cache")))
+        mp.setenv(files.CACHE_ENV, str(write_cache(base / "cache")))
         status = main(argv)
     torch.set_num_threads(threads)
     assert status == 0, err.getvalue()

@@ -15,7 +15,7 @@ import torch
 from synthetic import COMMAND, RESUME, TINY, assert_one_line_error, run
 
 import transformer_lit.runs as runs
-from transformer_lit import corpus
+from transformer_lit import files
 from transformer_lit.checkpoints import load_checkpoint
 from transformer_lit.data import Batch
 from transformer_lit.model import Transformer, TransformerConfig
@@ -100,7 +100,7 @@ def test_first_step_gradient_is_the_average_of_the_shards(tmp_path):
 
 
 def test_torchrun_trains_the_cli_on_two_processes(cache, tmp_path, capsys):
-    env = {**ENV, corpus.CACHE_ENV: str(cache)}
+    env = {**ENV, files.CACHE_ENV: str(cache)}
     out = tmp_path / "run"
     command = TORCHRUN + ["-m", "transformer_lit.cli", "train", *TINY, "--out", str(out)]
     done = subprocess.run(command + ["--steps", "4"], capture_output=True, text=True, timeout=300, env=env)

@@ -11,12 +11,8 @@ import torch
 
 from transformer_lit.data import Batch
 from transformer_lit.model import Transformer, TransformerConfig
-from transformer_lit.recipe import (
-    TrainSettings,
-    autocast_dtype,
-    autocast_for,
-    make_scaler,
-)
+from transformer_lit.machine import autocast_dtype, autocast_for, make_scaler
+from transformer_lit.recipe import TrainSettings
 from transformer_lit.training import StepOptions, TrainState, make_optimizer, train_step
 
 GPUS = [((6, 0), torch.float16), ((7, 0), torch.float16), ((7, 5), torch.float16),

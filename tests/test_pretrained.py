@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from transformer_lit import pretrained
-from transformer_lit.corpus import sha256_of
+from transformer_lit.files import sha256_of
 from transformer_lit.data import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordTokenizer
 from transformer_lit.inference import translate
 from transformer_lit.checkpoints import (CONFIG_FILE, MODEL_FILES, TOKENIZER_FILE, WEIGHTS_FILE,

@@ -29,7 +29,7 @@ from synthetic import (
 )
 
 import transformer_lit.cli.train as cli_train
-from transformer_lit import corpus, runs
+from transformer_lit import files as package_files, runs
 from transformer_lit.checkpoints import load_checkpoint, load_model_folder, read_model_files
 from transformer_lit.corpus import version_pairs
 from transformer_lit.data import encode_pairs, train_tokenizer
@@ -224,9 +224,9 @@ def test_a_vocabulary_too_small_is_one_line(cache, tmp_path, capsys):
 def test_a_cache_path_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys):
     afile = tmp_path / "cache-file"
     afile.write_text("x")
-    monkeypatch.setenv(corpus.CACHE_ENV, str(afile))
+    monkeypatch.setenv(package_files.CACHE_ENV, str(afile))
     assert_one_line_error(*train(capsys, *TINY, "--steps", "2", "--out", str(tmp_path / "run")),
-                          "is a file", corpus.CACHE_ENV)
+                          "is a file", package_files.CACHE_ENV)
 
 
 def test_resume_with_another_preset_is_refused(cache, run_copy, capsys):

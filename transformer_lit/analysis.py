@@ -16,7 +16,7 @@ from torch import Tensor
 from .attention import attention_weights
 from .corpus import ENGLISH_VERSIONS, FRENCH_VERSIONS, CorpusError, Verse
 # page 42's failure counters (importable from here too)
-from transformer_lit.failures import (
+from transformer_lit.failures import (  # noqa: F401 (old paths)
     LENGTH_BAND, failure_modes, length_ratio, merge_names, name_dictionary, name_errors,
     repeated_ngrams, tokens, untranslated_words, vocabulary, words,
 )

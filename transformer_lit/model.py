@@ -16,7 +16,7 @@ from .decoder import Decoder
 from .encoder import Encoder
 from .ffn import FeedForward
 from .masking import causal_mask, padding_mask
-from transformer_lit.model_support import (
+from transformer_lit.model_support import (  # noqa: F401 (old paths)
     check_config, check_fields, check_memory, check_token_shape, check_tokens,
     load_torch_transformer,
 )

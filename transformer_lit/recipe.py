@@ -11,7 +11,6 @@ from typing import Any
 import torch
 
 # the number format a device trains in: chapter 35
-from .machine import autocast_dtype, autocast_for, make_scaler
 from .model import TransformerConfig
 from .safeguards import check_train_settings
 from .validate import check_choice

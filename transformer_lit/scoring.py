@@ -10,7 +10,7 @@ from typing import Any
 
 import sacrebleu
 
-from .decoding_extras import translated_verses  # page 41
+from .decoding_extras import translated_verses  # noqa: F401
 from .validate import ArgumentError, check_texts
 
 # %% auto #0

@@ -19,9 +19,9 @@ from tqdm import tqdm
 from transformer_lit.data import (
     PAD_ID, Batch, EncodedPair, batch_plan, collate, make_batches,
 )
-from .machine import forward_wrapper, scaled_update
+from .machine import autocast_for, forward_wrapper, make_scaler, scaled_update
 from .model import Transformer
-from .recipe import TrainSettings, autocast_for, make_scaler
+from .recipe import TrainSettings
 from .safeguards import check_loss_args
 from transformer_lit.validate import (
     ArgumentError, ArgumentTypeError, check_int, check_positive_int,
