@@ -133,7 +133,10 @@ def chinese(browser, server):
     page, seen = open_page(browser, server, "zh", hold_wasm=True)
     page.wait_for_function("() => document.querySelector('#live-status').textContent"
                            " !== '…'")
-    page.wait_for_timeout(300)
+    for _ in range(100):   # the runtime's request, held (a loaded machine is slow to ask)
+        if seen["held"]:
+            break
+        page.wait_for_timeout(100)
     seen["loading"] = (page.inner_text("#live-status"),
                        page.get_attribute("#live-output", "data-ready"),
                        page.is_disabled("#live-translate"), len(seen["held"]))

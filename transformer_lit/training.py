@@ -19,7 +19,8 @@ from tqdm import tqdm
 from transformer_lit.data import (
     PAD_ID, Batch, EncodedPair, batch_plan, collate, make_batches,
 )
-from .machine import autocast_for, forward_wrapper, make_scaler, scaled_update
+from .machine import (autocast_for, forward_wrapper, make_scaler,
+                                     scaled_update)
 from .model import Transformer
 from .recipe import TrainSettings
 from .safeguards import check_loss_args
