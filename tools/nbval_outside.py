@@ -43,6 +43,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from transformer_lit.figures import FIGURES_ENV, LANGUAGES
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "transformer_lit"
 # What the build reads: pyproject.toml, the readme and licence it names, the package.
@@ -50,9 +52,9 @@ PACKAGE = "transformer_lit"
 # stale build/lib would put files in the wheel that the package no longer has.
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", PACKAGE)
 QUICK_ENV = "TRANSFORMER_LIT_QUICK"
-# transformer_lit.figures draws a figure in the languages this names: both, as
-# tools/run_notebooks.py stores them (chapter 44)
-FIGURES_ENV, BOTH_LANGUAGES = "TRANSFORMER_LIT_FIGURES", "en,zh_CN"
+# transformer_lit.figures draws a figure in the languages FIGURES_ENV names: all of the
+# book's, as tools/run_notebooks.py stores them (chapter 44)
+BOTH_LANGUAGES = ",".join(LANGUAGES)
 QUICK_TAG = "quick-ignore-output"
 # The notebooks that take longest under nbval, slowest first (2-core machine, quick switch on,
 # one thread per kernel; measured 2026-11-26: 19_your_model 68 s, 13_training 54 s,

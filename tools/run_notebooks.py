@@ -13,6 +13,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from transformer_lit.figures import FIGURES_ENV, LANGUAGES
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -42,9 +44,9 @@ def run(path: Path, timeout: int = 1800) -> None:
     nbformat.write(nb, path)
 
 
-# transformer_lit.figures draws each figure in both of the book's languages for the
-# stored outputs; the book keeps the page's (book/_ext/figure_languages.py, chapter 44)
-FIGURES_ENV, BOTH_LANGUAGES = "TRANSFORMER_LIT_FIGURES", "en,zh_CN"
+# transformer_lit.figures draws each figure in every language of the book for the stored
+# outputs; the book keeps the page's (book/_ext/figure_languages.py, chapter 44)
+BOTH_LANGUAGES = ",".join(LANGUAGES)
 
 if __name__ == "__main__":
     os.environ[FIGURES_ENV] = BOTH_LANGUAGES   # the kernels inherit it
