@@ -195,7 +195,8 @@ def test_the_checker_reads_relative_imports():
 
 @pytest.mark.parametrize("path", MODULES, ids=module_name)
 def test_modules_stay_small(path):
-    limit = {"training": 450}.get(path.stem, 600)
+    # cli/train.py: the whole of `train` (chapter 23), its data the verses or --pairs
+    limit = {"training": 450, "train": 680}.get(path.stem, 600)
     lines = len(path.read_text().splitlines())
     assert lines <= limit, f"{path.name}: {lines} lines (at most {limit})"
 

@@ -16,7 +16,7 @@ import sentencepiece as spm
 import torch
 
 from .corpus import ENGLISH_VERSIONS, FRENCH_VERSIONS, Pair, Verse
-from .validate import ArgumentError, check_int, check_texts
+from .validate import ArgumentError, check_int, check_number, check_texts
 
 # %% auto #0
 __all__ = ['VALID_BOOKS', 'TEST_BOOKS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'SPECIAL_PIECES', 'MAX_VOCAB_SIZE',
@@ -58,9 +58,8 @@ class SubwordTokenizer:
             raise ArgumentError("model_proto is not a sentencepiece model") from None
         got = tuple(self.sp.id_to_piece(i) for i in range(len(SPECIAL_PIECES)))
         if got != SPECIAL_PIECES:
-            raise ArgumentError(
-                f"model_proto must reserve ids 0-3 for {SPECIAL_PIECES}, got {got}"
-            )
+            raise ArgumentError(f"model_proto must reserve ids 0-3 for "
+                                f"{SPECIAL_PIECES}, got {got}")
 
     @property
     def vocab_size(self) -> int:
@@ -91,8 +90,7 @@ class SubwordTokenizer:
         return [int(i) for i in ids]
 
     def to_bytes(self) -> bytes:
-        """The serialized sentencepiece model; SubwordTokenizer(b) rebuilds the same
-        tokenizer."""
+        "The serialized sentencepiece model: SubwordTokenizer(b) rebuilds it."
         return self.model_proto
 
 # %% ../nbs/12_data.ipynb #00770087
@@ -100,15 +98,17 @@ class SubwordTokenizer:
 MAX_VOCAB_SIZE = 1 << 20
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000) -> SubwordTokenizer:
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 8000,
+                    character_coverage: float = 1.0) -> SubwordTokenizer:
     """Train a BPE vocabulary of at most vocab_size pieces on the given sentences
-    (training split only)."""
+    (training split only), covering character_coverage of the characters (ch. 43)."""
     check_int("vocab_size", vocab_size, low=len(SPECIAL_PIECES) + 1,
               high=MAX_VOCAB_SIZE)
+    check_number("character_coverage", character_coverage, low=0.9, high=1.0)
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(texts), model_writer=buffer, vocab_size=vocab_size,
-        model_type="bpe", character_coverage=1.0, hard_vocab_limit=False,
+        model_type="bpe", character_coverage=character_coverage, hard_vocab_limit=False,
         pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID, unk_id=UNK_ID,
         pad_piece=SPECIAL_PIECES[0], bos_piece=SPECIAL_PIECES[1],
         eos_piece=SPECIAL_PIECES[2], unk_piece=SPECIAL_PIECES[3],
@@ -158,9 +158,8 @@ class Batch:
 
     def to(self, device: torch.device | str) -> Batch:
         "The same batch with every tensor on device."
-        return Batch(
-            *(t.to(device) for t in (self.src, self.tgt_in, self.tgt_out, self.index))
-        )
+        tensors = (self.src, self.tgt_in, self.tgt_out, self.index)
+        return Batch(*(t.to(device) for t in tensors))
 
 
 def collate(examples: Sequence[EncodedPair]) -> Batch:
@@ -186,11 +185,9 @@ def group_by_length(
     """Group positions 0..N-1 into batches of similar length with len(batch) * max
     length <= max_tokens, in seeded random order."""
     if lengths and max(lengths) > max_tokens:
-        raise ArgumentError(
-            f"max_tokens={max_tokens} is smaller than the longest example "
-            f"({max(lengths)} tokens); "
-            "raise max_tokens or drop long pairs with encode_pairs(..., max_len=...)"
-        )
+        raise ArgumentError(f"max_tokens={max_tokens} is smaller than the longest "
+                            f"example ({max(lengths)} tokens); raise max_tokens or "
+                            "drop long pairs with encode_pairs(..., max_len=...)")
     rng = random.Random(seed)
     tiebreak = [rng.random() for _ in lengths]
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], tiebreak[i]))

@@ -14,12 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import open_regular, reason
-from .validate import check_int, check_number
+import sacrebleu
+
+from .bible import Pair
+from .files import open_regular, reason, sha256_of
+from .validate import ArgumentError, check_int, check_number
 
 # %% auto #0
-__all__ = ['MAX_BYTES', 'MIN_PAIRS', 'CJK_COVERAGE', 'PairsError', 'Pairs', 'read_pairs', 'too_long', 'near_key', 'Split',
-           'split_pairs', 'character_coverage']
+__all__ = ['MAX_BYTES', 'MIN_PAIRS', 'CJK_COVERAGE', 'LANGUAGE', 'BLEU_TOKENIZE', 'PairsError', 'Pairs', 'read_pairs', 'too_long',
+           'near_key', 'Split', 'split_pairs', 'character_coverage', 'pair_sets', 'pairs_record', 'language_pair',
+           'bleu_tokenize']
 
 # %% ../nbs/43_pairs.ipynb #f4038f68
 class PairsError(ValueError):
@@ -260,3 +264,58 @@ def character_coverage(texts: Sequence[str], cjk_share: float = 0.3) -> float:
         letters += sum(c.isalpha() for c in text)
         cjk += len(_CJK.findall(text))
     return CJK_COVERAGE if letters and cjk / letters >= cjk_share else 1.0
+
+# %% ../nbs/43_pairs.ipynb #4c8d0b4e
+def pair_sets(files: Sequence[str | Path], seed: int = 0,
+              say: Callable[[str], object] | None = None) -> dict[str, list[Pair]]:
+    """The pairs of files (one file of tab-separated pairs, or sources and targets) read
+    by read_pairs and split by split_pairs into "train", "valid" and "test" lists of
+    Pair (source in .en, target in .fr); say(line): each note, and the split's sizes."""
+    if isinstance(files, (str, os.PathLike)) or not 1 <= len(files) <= 2:
+        raise ArgumentError("files must be one file of tab-separated pairs or two "
+                            f"aligned files, got {files!r}")
+    read = read_pairs(*files)
+    split = split_pairs(read.pairs, seed)
+    for line in read.notes() + [
+        f"{len(read.pairs):,} pairs ({split.duplicates:,} repeats dropped): "
+        f"{len(split.train):,} to train on, {len(split.valid):,} to validate, "
+        f"{len(split.test):,} held out to test, near-duplicate sources on one side only"
+    ]:
+        if say is not None:
+            say(line)
+    return {part: [Pair(0, 0, n, s, t) for n, (s, t) in enumerate(getattr(split, part))]
+            for part in ("train", "valid", "test")}
+
+
+def pairs_record(files: Sequence[str | Path], languages: tuple[str, str]) -> dict:
+    "What a run on files writes down: their paths and SHA-256, and the languages."
+    return {"pairs": [str(f) for f in files], "languages": list(languages),
+            "sha256": [sha256_of(Path(f)) for f in files]}
+
+# %% ../nbs/43_pairs.ipynb #ec50182b
+LANGUAGE = re.compile(r"[a-z]{2,3}")   # an ISO 639-1 or 639-3 code
+# sacrebleu's tokenize for BLEU into a language that does not put spaces between words
+BLEU_TOKENIZE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab", "th": "char",
+                 "lo": "char", "km": "char", "my": "char"}
+
+
+def language_pair(text: str) -> tuple[str, str]:
+    """("en", "zh") from "en-zh": the source's and the target's ISO 639 codes;
+    ArgumentError unless text is two such codes joined by a hyphen."""
+    parts = text.split("-") if isinstance(text, str) else []
+    if len(parts) != 2 or not all(LANGUAGE.fullmatch(x) for x in parts):
+        raise ArgumentError(f"languages must be two ISO 639 codes joined by a hyphen, "
+                            f"such as en-zh, got {text!r}")
+    return parts[0], parts[1]
+
+
+def bleu_tokenize(language: str) -> str:
+    """sacrebleu's tokenize for BLEU into language: BLEU_TOKENIZE's choice (MeCab's only
+    where its extra is installed, else char), 13a for the others."""
+    name = BLEU_TOKENIZE.get(language, "13a")
+    if name.endswith("-mecab"):
+        try:
+            sacrebleu.BLEU(tokenize=name)
+        except RuntimeError:   # "requires extra dependencies": sacrebleu[ja]
+            return "char"
+    return name

@@ -11,7 +11,7 @@ from typing import Any
 import sacrebleu
 
 from .decoding_extras import translated_verses  # noqa: F401
-from .validate import ArgumentError, check_texts
+from .validate import ArgumentError, check_choice, check_texts
 
 # %% auto #0
 __all__ = ['bleu', 'corpus_scores', 'reference_scores', 'like_for_like']
@@ -38,16 +38,19 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 
 # %% ../nbs/17_evaluation.ipynb #4beac375
 def corpus_scores(
-    hypotheses: Sequence[str], references: dict[str, Sequence[str]]
+    hypotheses: Sequence[str], references: dict[str, Sequence[str]],
+    tokenize: str = "13a",
 ) -> dict[str, Any]:
-    """sacrebleu's BLEU and chrF against every reference stream at once, BLEU against
-    the first alone, and signatures."""
+    """sacrebleu's BLEU (words split by its tokenize: chapter 43) and chrF against every
+    reference stream at once, BLEU against the first alone, and signatures."""
     if not references:
         raise ArgumentError("references must hold one or more streams, got none")
+    check_choice("tokenize", tokenize, tuple(sacrebleu.BLEU.TOKENIZERS))
     pairs = [_paired_texts(hypotheses, r, f"references[{k!r}]")
              for k, r in references.items()]
     hyps, streams = pairs[0][0], [refs for _, refs in pairs]
-    multi_bleu, chrf, single = sacrebleu.BLEU(), sacrebleu.CHRF(), sacrebleu.BLEU()
+    multi_bleu, single = (sacrebleu.BLEU(tokenize=tokenize) for _ in range(2))
+    chrf = sacrebleu.CHRF()
     scores = {
         "bleu": multi_bleu.corpus_score(hyps, streams).score,
         "chrf": chrf.corpus_score(hyps, streams).score,

@@ -47,6 +47,10 @@ from transformer_lit.inference import (
     OutputTruncatedWarning, Pick, StepFactory, translate,
 )
 from ..model import Transformer
+from transformer_lit.pairs import (
+    PairsError, bleu_tokenize, character_coverage, language_pair, pair_sets,
+    pairs_record,
+)
 from transformer_lit.recipe import (
     PRESETS, TrainSettings, preset_config, preset_settings, preset_vocab_size,
 )
@@ -86,6 +90,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
             metavar="CODES",
             help=f"{language.title()} versions, {role} (default: %(default)s)",
         )
+    p.add_argument(
+        "--pairs", nargs="+", metavar="FILE",
+        help="train on your own pairs instead of the verses: one UTF-8 file of "
+        "source<TAB>target lines, or two aligned files (sources, then targets)")
+    p.add_argument("--languages", metavar="SRC-TGT",
+                   help="the languages of --pairs, ISO 639 codes such as en-zh")
 
 
 def _add_setting_options(p: argparse.ArgumentParser) -> None:
@@ -150,6 +160,26 @@ def add_train_command(
 SEED_LIMIT = 2**63  # seeds are stored as 64-bit integers
 
 
+def _check_data_options(args: argparse.Namespace) -> None:
+    "--pairs with --languages, or the verses; one line if mixed or malformed."
+    if args.pairs is None and args.languages is not None:
+        raise CliError("--languages names the languages of --pairs; the verses are "
+                       "English and French (en-fr)")
+    if args.pairs is None:
+        return
+    if len(args.pairs) > 2:
+        raise CliError(f"--pairs takes one file of tab-separated pairs or two aligned "
+                       f"files, got {len(args.pairs)} files")
+    if (args.english, args.french) != (ENGLISH_VERSIONS, FRENCH_VERSIONS):
+        raise CliError("--english and --french choose Bible versions; leave them out "
+                       "with --pairs")
+    try:  # the scores split the target's words by its rules; the model carries them
+        args.languages = language_pair(args.languages)
+    except ValueError as e:
+        raise CliError(f"--{e}" if args.languages else "--pairs needs --languages "
+                       "SRC-TGT, two ISO 639 codes such as en-zh") from e
+
+
 def check_train_options(args: argparse.Namespace) -> None:
     "Refuse, before any work, every value that is wrong whatever the data holds."
     if not args.out.strip():
@@ -170,6 +200,8 @@ def check_train_options(args: argparse.Namespace) -> None:
         raise CliError(f"--seed must be less than 2**63, got {args.seed}")
     if args.dropout is not None and not 0 <= args.dropout < 1:
         raise CliError(f"--dropout must lie in [0, 1), got {args.dropout}")
+    if not args.resume:  # a resumed run's data are its own (_refuse_changes)
+        _check_data_options(args)
     try:  # several processes: refused before they wait for each other
         processes = world_from_env().size
     # run_train's join_processes() names what is wrong with the variables
@@ -188,6 +220,8 @@ class TrainJob:
     english: tuple[str, ...]
     french: tuple[str, ...]
     settings: TrainSettings
+    pairs: tuple[str, ...] = ()  # the reader's own files, else the Bible verses
+    languages: tuple[str, str] = ("en", "fr")
     resume: bool = False
     force: bool = False
     quiet: bool = False
@@ -200,7 +234,8 @@ def _job(args: argparse.Namespace, **resolved) -> TrainJob:
     return TrainJob(**resolved, **{k: getattr(args, k) for k in switches})
 
 
-_RUN_OPTIONS = ("english", "french", "vocab_size", "dropout", "seed")  # fixed by a run
+_RUN_OPTIONS = ("english", "french", "vocab_size", "dropout", "seed",  # fixed by a run
+                "pairs", "languages")
 
 
 def _settings_from_args(
@@ -237,7 +272,7 @@ def _vocabulary_said(e: Exception) -> str:
     names options the command does not have."""
     said = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
     if m := re.search(r"smaller than required_chars\. \d+ vs (\d+)", said):
-        return (f"too small: the training books use so many characters that the "
+        return (f"too small: the training text uses so many characters that the "
                 f"vocabulary needs at least {m.group(1)} pieces (one per character, "
                 f"and the {len(SPECIAL_PIECES)} special pieces)")
     return said
@@ -245,11 +280,14 @@ def _vocabulary_said(e: Exception) -> str:
 
 def _fresh_start(args: argparse.Namespace, job: TrainJob, splits: dict) -> _Start:
     "A fresh run: a tokenizer trained on the training books, a seeded new model."
-    codes = (*job.english, *job.french)
-    texts = [v.texts[c] for v in splits["train"] for c in codes if c in v.texts]
+    if job.pairs:
+        texts = [t for p in splits["train"] for t in (p.en, p.fr)]
+    else:
+        codes = (*job.english, *job.french)
+        texts = [v.texts[c] for v in splits["train"] for c in codes if c in v.texts]
     size = args.vocab_size or preset_vocab_size(job.preset)  # 0 was refused
-    try:
-        tokenizer = train_tokenizer(texts, vocab_size=size)
+    try:  # all of an alphabet's characters; most of Chinese's (chapter 43)
+        tokenizer = train_tokenizer(texts, size, character_coverage(texts))
     # sentencepiece refuses sizes the text cannot fill
     except (ValueError, RuntimeError) as e:
         raise CliError(f"--vocab-size {size}: {_vocabulary_said(e)}") from e
@@ -293,12 +331,18 @@ def _resume(args: argparse.Namespace, out: Path, world: World) -> _Start:
         preset = str(ckpt["preset"])
         english, french = ckpt["corpus"]["english"], ckpt["corpus"]["french"]
         english, french = tuple(map(str, english)), tuple(map(str, french))
+        pairs = tuple(map(str, ckpt["corpus"].get("pairs", ())))
+        languages = tuple(map(str, ckpt["corpus"].get("languages", ("en", "fr"))))
+        sha256 = list(map(str, ckpt["corpus"].get("sha256", ())))
     model, tokenizer = load_model(path, ckpt=ckpt)
     with damaged(path, "settings"):
         TrainSettings(**ckpt["settings"])  # the run's own settings, before overrides
     settings = _settings_from_args(args, preset, base=ckpt["settings"])
     job = _job(args, out=out, preset=preset, english=english, french=french,
-               settings=settings)
+               settings=settings, pairs=pairs, languages=languages)
+    if pairs and pairs_record(pairs, languages)["sha256"] != sha256:
+        raise CliError(f"--pairs {' '.join(pairs)} changed since the run began; "
+                       "resume needs the same pairs (or start a new run)")
     with damaged(path, "rng"):
         restore_rng_states(ckpt["rng"])
     state = saved_state(path, ckpt, model)
@@ -311,7 +355,8 @@ def _prepare(args: argparse.Namespace, out: Path, world: World, held: list) -> _
         preset = args.preset or "cpu"
         settings = _settings_from_args(args, preset)
         job = _job(args, out=out, preset=preset, english=args.english,
-                   french=args.french, settings=settings)
+                   french=args.french, settings=settings, pairs=tuple(args.pairs or ()),
+                   languages=args.languages or ("en", "fr"))
     if world.is_main:  # chapter 21's functions; the lock (fd, created) goes to held
         try:
             check_run_folder(out, args.resume, args.force)
@@ -323,8 +368,13 @@ def _prepare(args: argparse.Namespace, out: Path, world: World, held: list) -> _
         begun = _resume(args, out, world)
     if world.size > 1 and not world.is_main:
         dist.barrier()  # wait for rank 0 to extract and cache the corpus (one writer)
+    own, say = (begun.job if args.resume else job).pairs, world.is_main
+    # the reader's pairs (chapter 43; seed 0: one split whatever --seed), or verses
     try:
-        splits = split_by_book(load_verses())
+        splits = (pair_sets(own, say=say and (lambda line: print(printable(line))))
+                  if own else split_by_book(load_verses()))
+    except PairsError as e:
+        raise CliError(f"--pairs {e}") from e
     except CacheError as e:  # the download or the cache: the message says what to do
         raise CliError(str(e)) from e
     if world.size > 1 and world.is_main:
@@ -344,10 +394,17 @@ def _encode(
     job: TrainJob, splits: dict, tokenizer: SubwordTokenizer, length: int
 ) -> _Encoded:
     "The pairs as token ids; CliError if --max-tokens is below one pair or above all."
-    train_pairs = version_pairs(splits["train"], job.english, job.french)
-    train, _ = encode_pairs(train_pairs, tokenizer, length)
-    valid_pairs = version_pairs(splits["valid"], job.english[:1], job.french)
-    valid, _ = encode_pairs(valid_pairs, tokenizer, length)
+    if job.pairs:
+        train_pairs, valid_pairs = splits["train"], splits["valid"]
+    else:
+        train_pairs = version_pairs(splits["train"], job.english, job.french)
+        valid_pairs = version_pairs(splits["valid"], job.english[:1], job.french)
+    train, long = encode_pairs(train_pairs, tokenizer, length)
+    valid, long_valid = encode_pairs(valid_pairs, tokenizer, length)
+    if long or long_valid:  # counted and said, never cut: chapter 43
+        print(f"left out {long:,} of {len(train_pairs):,} training pairs and "
+              f"{long_valid:,} of {len(valid_pairs):,} validation pairs: a side is "
+              f"longer than the model's {length} pieces")
     sizes = [max(len(e.src), len(e.tgt)) + 1 for e in train + valid]
     longest, total, limit = max(sizes), sum(sizes), job.settings.max_tokens
     if limit < longest:
@@ -388,8 +445,13 @@ def _save_run(run: _Run, state: TrainState) -> Path | None:
         tokenizer=run.tokenizer.to_bytes(), preset=job.preset,
         settings=asdict(job.settings), state=state.to_dict(),
         snapshots=[[step, weights] for step, weights in state.snapshots],
-        corpus={"english": list(job.english), "french": list(job.french)},
-        world_size=run.world.size)
+        corpus=_corpus_record(job), world_size=run.world.size)
+
+
+def _corpus_record(job: TrainJob) -> dict:
+    "What the run trained on: the versions, or the reader's files (chapter 43)."
+    own = pairs_record(job.pairs, job.languages) if job.pairs else {}
+    return {"english": list(job.english), "french": list(job.french), **own}
 
 
 def _last_good(run: _Run) -> str:
@@ -543,7 +605,10 @@ def _write_results(run: _Run, averaged: Transformer, record: dict) -> None:
 def _scores(run: _Run, averaged: Transformer, valid: list, routes: TrainRoutes) -> dict:
     "valid_scores and valid_cut_at_limit of the averaged model ({} for none)."
     job = run.job
-    sources, references = reference_set(valid, job.english[0], job.french)
+    if job.pairs:
+        sources, references = [p.en for p in valid], {"target": [p.fr for p in valid]}
+    else:
+        sources, references = reference_set(valid, job.english[0], job.french)
     n = min(job.bleu_sentences, len(sources))
     keep = sorted(random.Random(0).sample(range(len(sources)), n))
     if not keep:
@@ -554,10 +619,11 @@ def _scores(run: _Run, averaged: Transformer, valid: list, routes: TrainRoutes) 
         warnings.simplefilter("always", OutputTruncatedWarning)
         route = dict(decoder=routes.decoder, pick=routes.pick)
         hypotheses = translate(averaged, run.tokenizer, sources, **route)
+    tokenize = bleu_tokenize(job.languages[1])  # words as the target splits them
     scores = {
         "sentences": len(keep),
-        "averaged model": corpus_scores(hypotheses, references),
-        "copy the source": corpus_scores(sources, references),
+        "averaged model": corpus_scores(hypotheses, references, tokenize),
+        "copy the source": corpus_scores(sources, references, tokenize),
     }
     # translations that reached their length limit without ending (a loop, mostly)
     cut = sum(w.category is OutputTruncatedWarning for w in caught)
@@ -573,7 +639,8 @@ def _finish(run: _Run, routes: TrainRoutes, state: TrainState, valid: list) -> N
         **run_record(run.device, job.preset, config, job.settings),
         "steps": state.step,
         "minutes": state.seconds / 60,
-        "corpus": {"english": list(job.english), "french": list(job.french)},
+        "corpus": _corpus_record(job),
+        "languages": {"source": job.languages[0], "target": job.languages[1]},
         "tokens_per_second": state.tokens / max(state.train_seconds, 1e-9),
         "valid_log": state.valid_log,
         "averaged_steps": [step for step, _ in state.snapshots],
