@@ -156,3 +156,72 @@ def test_resume_needs_the_same_pairs(own, tmp_path, capsys):
     write(own, pairs(170))
     assert_one_line_error(*run([*again[:2], "--steps", "3", *again[4:]], capsys),
                           "changed since the run began")
+
+
+@pytest.fixture(scope="module")
+def zh_run(tmp_path_factory):
+    "A two-step English-Chinese run of train --pairs: its folder; read only."
+    import contextlib
+    import io
+
+    from transformer_lit.cli import main
+    base = tmp_path_factory.mktemp("zh")
+    own = write(base / "en-zh.tsv", pairs())
+    out = base / "run"
+    argv = ["train", *TINY, "--steps", "2", "--bleu-sentences", "0", "--pairs", str(own),
+            "--languages", "en-zh", "--out", str(out)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(argv) == 0
+    return out
+
+
+def test_the_exports_carry_the_languages(zh_run, tmp_path, capsys):
+    "web.json, the Argos package's folder and metadata name en-zh; onnxruntime translates as we do."
+    pytest.importorskip("onnxruntime")
+    import zipfile
+
+    from transformer_lit import argos
+    from transformer_lit.checkpoints import load_model_folder
+    from transformer_lit.data import SubwordTokenizer
+    from transformer_lit.inference import OutputTruncatedWarning, translate
+    from transformer_lit.onnx_export import OnnxTranslator
+    status, _, err = run(["export", "onnx", str(tmp_path / "web"), "--checkpoint", str(zh_run)],
+                         capsys)
+    assert status == 0, err
+    web = json.loads((tmp_path / "web" / "web.json").read_text())
+    assert (web["source_language"], web["target_language"]) == ("en", "zh")
+    assert (tmp_path / "web" / "README.md").read_text().startswith("# English to Chinese")
+    model, raw, _ = load_model_folder(zh_run)
+    model, tokenizer = model.eval(), SubwordTokenizer(raw)
+    sentence = "I have 12 books and 5 pens."
+    got = OnnxTranslator(tmp_path / "web", threads=1).translate(sentence)
+    with pytest.warns(OutputTruncatedWarning):   # two steps of training: no </s> yet
+        assert got == translate(model, tokenizer, [sentence])[0]
+    package = tmp_path / "zh.argosmodel"
+    status, _, err = run(["export", "argos", str(package), "--checkpoint", str(zh_run)], capsys)
+    assert status == 0, err
+    with zipfile.ZipFile(package) as z:
+        assert {n.split("/")[0] for n in z.namelist()} == {"translate-en_zh-transformer_lit"}
+    metadata = argos._checked_metadata(package)
+    assert (metadata["from_code"], metadata["to_code"], metadata["to_name"]) == (
+        "en", "zh", "Chinese")
+    assert argos.check_package_path(package, True) == package   # --force knows it as ours
+    status, _, err = run(["export", "argos", str(package), "--checkpoint", str(zh_run),
+                          "--force"], capsys)
+    assert status == 0, err
+
+
+def test_exporters_refuse_a_malformed_pair(zh_run, tmp_path):
+    from transformer_lit.argos import to_argos
+    from transformer_lit.checkpoints import load_model_folder
+    from transformer_lit.data import SubwordTokenizer
+    from transformer_lit.onnx_export import export_onnx
+    from transformer_lit.validate import ArgumentError
+    model, raw, _ = load_model_folder(zh_run)
+    model, tokenizer = model.eval(), SubwordTokenizer(raw)
+    for bad in ("en-zh", ("en",), ("en", "Chinese"), ("en", "../x")):
+        with pytest.raises(ArgumentError, match="languages must be"):
+            export_onnx(model, tokenizer, tmp_path / "o", languages=bad)
+        with pytest.raises(ArgumentError, match="languages must be"):
+            to_argos(model, tokenizer, tmp_path / "a.argosmodel", languages=bad)
+    assert not (tmp_path / "o").exists() and not (tmp_path / "a.argosmodel").exists()

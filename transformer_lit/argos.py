@@ -20,20 +20,29 @@ from .data import SubwordTokenizer
 from .export import EXPORT_MARKER, to_ctranslate2
 from .files import make_folders, reason, write_atomically
 from .model import Transformer
+from .pairs import LANGUAGE_NAMES, checked_languages
 from transformer_lit.validate import (
     ArgumentError, ArgumentTypeError, check_bool, check_path,
 )
 
 # %% auto #0
 __all__ = ['ARGOS_EXTRA', 'SOURCE', 'TARGET', 'SUFFIX', 'FOLDER', 'UNITS', 'ENDS', 'GAPS', 'METADATA_LIMIT', 'LANGUAGE_CODE',
-           'require_onnx', 'splitter_graph', 'sentence_splitter', 'package_metadata', 'check_package_path', 'to_argos',
-           'offline_home']
+           'package_folder', 'require_onnx', 'splitter_graph', 'sentence_splitter', 'package_metadata',
+           'check_package_path', 'to_argos', 'offline_home']
 
 # %% ../nbs/29_argos.ipynb #2a87c641
 ARGOS_EXTRA = "pip install 'transformer-lit[argos]'"  # the package's optional extra
-SOURCE, TARGET = ("en", "English"), ("fr", "French")  # what our model translates
+SOURCE, TARGET = ("en", "English"), ("fr", "French")  # the shipped model's pair
 SUFFIX = ".argosmodel"  # what Argos Translate's package files are called
-FOLDER = f"translate-{SOURCE[0]}_{TARGET[0]}-transformer_lit"  # the folder in the zip
+
+
+def package_folder(languages: tuple[str, str] = ("en", "fr")) -> str:
+    "The one folder in a package: Argos installs it under this name, one per pair."
+    source, target = checked_languages(languages)
+    return f"translate-{source}_{target}-transformer_lit"
+
+
+FOLDER = package_folder()  # the shipped model's
 
 
 def require_onnx() -> ModuleType:
@@ -110,20 +119,21 @@ def sentence_splitter(lang: str) -> bytes:
     return model.SerializeToString()
 
 # %% ../nbs/29_argos.ipynb #ac32e0a8
-def package_metadata() -> dict:
+def package_metadata(languages: tuple[str, str] = ("en", "fr")) -> dict:
     "metadata.json: the language pair and its names, the package's type and version."
+    (source, target), names = checked_languages(languages), LANGUAGE_NAMES
     return dict(
-        type="translate", code=f"translate-{SOURCE[0]}_{TARGET[0]}",
-        package_version=__version__, argos_version="1.11.0",
-        from_code=SOURCE[0], from_name=SOURCE[1], to_code=TARGET[0], to_name=TARGET[1],
-        target_prefix="", links=[],
+        type="translate", code=f"translate-{source}_{target}",
+        package_version=__version__, argos_version="1.11.0", from_code=source,
+        from_name=names.get(source, source), to_code=target,
+        to_name=names.get(target, target), target_prefix="", links=[],
     )
 
 
-def _readme(model: Transformer) -> str:
+def _readme(model: Transformer, languages: tuple[str, str]) -> str:
     "The package's README.md: what it holds and how to decode as transformer-lit does."
-    c = model.config
-    return f"""# English to French: a Transformer from transformer-lit
+    c, (source, target) = model.config, map(LANGUAGE_NAMES.get, languages, languages)
+    return f"""# {source} to {target}: a Transformer from transformer-lit
 
 Written by `transformer_lit.argos.to_argos`: D = {c.d_model}, {c.n_heads} heads,
 {c.n_layers} + {c.n_layers} layers, float32 weights, trained on Bible verses only.
@@ -137,13 +147,24 @@ Written by `transformer_lit.argos.to_argos`: D = {c.d_model}, {c.n_heads} heads,
 """
 
 # %% ../nbs/29_argos.ipynb #75d87ba0
-def _written_by_to_argos(path: Path) -> bool:
-    "Whether the file at path is a package that to_argos wrote: its marker inside."
+_ROOT = re.compile(r"translate-[a-z]{2,3}_[a-z]{2,3}-transformer_lit")  # package_folder
+
+
+def _package_root(path: Path) -> str | None:
+    "The folder to_argos wrote in the package at path (its marker there), else None."
     try:
         with zipfile.ZipFile(path) as z:
-            return f"{FOLDER}/{EXPORT_MARKER}" in z.namelist()
+            roots = {n.split("/")[0] for n in z.namelist()
+                     if n.count("/") == 1 and n.endswith("/" + EXPORT_MARKER)}
     except (zipfile.BadZipFile, OSError):
-        return False
+        return None
+    roots = [r for r in roots if _ROOT.fullmatch(r)]
+    return roots[0] if len(roots) == 1 else None
+
+
+def _written_by_to_argos(path: Path) -> bool:
+    "Whether the file at path is a package that to_argos wrote: its marker inside."
+    return _package_root(path) is not None
 
 
 def check_package_path(out: object, force: object) -> Path:
@@ -164,24 +185,25 @@ def check_package_path(out: object, force: object) -> Path:
     return path
 
 # %% ../nbs/29_argos.ipynb #40bd9d62
-def _write_tree(model: Transformer, tokenizer: SubwordTokenizer, folder: Path) -> None:
-    """The package's files in folder: chapter 27's model/, the tokenizer, the sentence
-    splitter, metadata.json, README.md and the marker that lists them."""
+def _write_tree(model: Transformer, tokenizer: SubwordTokenizer, folder: Path,
+                languages: tuple[str, str]) -> None:
+    """The package's files in folder: chapter 27's model/, the tokenizer, the source's
+    sentence splitter, metadata.json, README.md and the marker that lists them."""
     to_ctranslate2(model, tokenizer, folder / "model")
     (folder / "sentencepiece.model").write_bytes(tokenizer.to_bytes())
     (folder / "minisbd").mkdir()
-    splitter = sentence_splitter(SOURCE[0])
-    (folder / "minisbd" / f"{SOURCE[0]}.onnx").write_bytes(splitter)
-    metadata = json.dumps(package_metadata(), indent=2) + "\n"
+    splitter = sentence_splitter(languages[0])
+    (folder / "minisbd" / f"{languages[0]}.onnx").write_bytes(splitter)
+    metadata = json.dumps(package_metadata(languages), indent=2) + "\n"
     (folder / "metadata.json").write_text(metadata, encoding="utf-8")
-    (folder / "README.md").write_text(_readme(model), encoding="utf-8")
+    (folder / "README.md").write_text(_readme(model, languages), encoding="utf-8")
     names = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
                    if p.is_file())
     (folder / EXPORT_MARKER).write_text("\n".join(names) + "\n", encoding="utf-8")
 
 # %% ../nbs/29_argos.ipynb #52d2d4cc
-def _zip_atomically(folder: Path, out: Path) -> None:
-    """Zip folder's files under FOLDER/ into out through chapter 34's write_atomically:
+def _zip_atomically(folder: Path, out: Path, root: str = FOLDER) -> None:
+    """Zip folder's files under root/ into out through chapter 34's write_atomically:
     no half-written package, and a failure leaves out as it was."""
 
     def zip_into(f: IO[bytes]) -> None:
@@ -189,15 +211,17 @@ def _zip_atomically(folder: Path, out: Path) -> None:
         with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
             for p in sorted(folder.rglob("*")):
                 if p.is_file():
-                    z.write(p, f"{FOLDER}/{p.relative_to(folder).as_posix()}")
+                    z.write(p, f"{root}/{p.relative_to(folder).as_posix()}")
 
     write_atomically(out, zip_into)
 
 # %% ../nbs/29_argos.ipynb #b1b0676c
 def to_argos(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
-             force: bool = False) -> Path:
+             force: bool = False, languages: tuple[str, str] = ("en", "fr")) -> Path:
     """Write model and tokenizer as an Argos Translate package, the file out (a name
-    ending in .argosmodel); return its path. force: replace a package to_argos wrote."""
+    ending in .argosmodel); return its path. force: replace a package to_argos wrote;
+    languages: what the model translates (ISO 639 codes)."""
+    root = package_folder(languages)  # a malformed pair refused before any work
     if not isinstance(model, Transformer):
         raise ArgumentTypeError(
             f"model must be a Transformer, got {type(model).__name__}")
@@ -207,14 +231,14 @@ def to_argos(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
     path = check_package_path(out, force)
     with tempfile.TemporaryDirectory() as tmp:
         try:  # the package is put together in the temporary folder ($TMPDIR) first
-            _write_tree(model, tokenizer, Path(tmp))
+            _write_tree(model, tokenizer, Path(tmp), tuple(languages))
         except OSError as e:
             if e.errno is None:
                 raise
             said = f"{reason(e)}; the package is put together there first (set TMPDIR)"
             raise OSError(e.errno, said, tempfile.gettempdir()) from e
         try:
-            _zip_atomically(Path(tmp), path)
+            _zip_atomically(Path(tmp), path, root)
         except OSError as e:  # a full disk: named by out, not by the temporary file
             if e.errno is None:  # a message of ours (make_folders), naming the path
                 raise
@@ -229,10 +253,11 @@ LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")  # ISO 639-1 or -2: a file name, never
 def _checked_metadata(package: Path) -> dict:
     """The metadata of a package to_argos wrote, read with a bound: a dict whose
     from_code and to_code are language codes; ArgumentError naming package otherwise."""
-    if not _written_by_to_argos(package):
+    root = _package_root(package)
+    if root is None:
         raise ArgumentError(f"package {package} is not a package that to_argos wrote")
     try:
-        with zipfile.ZipFile(package) as z, z.open(f"{FOLDER}/metadata.json") as f:
+        with zipfile.ZipFile(package) as z, z.open(f"{root}/metadata.json") as f:
             raw = f.read(METADATA_LIMIT + 1)  # zipfile stops at the declared size too
     except (KeyError, OSError, zipfile.BadZipFile) as e:  # no such entry, a bad zip
         raise ArgumentError(f"package {package} has no readable metadata.json ({e})")

@@ -25,6 +25,7 @@ from .files import sha256_of
 from .huggingface import huggingface_tokenizer
 from .inference import check_front_door
 from .model import Transformer
+from .pairs import LANGUAGE_NAMES, checked_languages
 from .validate import ArgumentError, check_bool, check_path
 
 # %% auto #0
@@ -290,13 +291,13 @@ FORMAT = "transformer-lit onnx v1"
 GRAPHS = ("encoder.onnx", "decoder.onnx")
 
 
-def web_config(model: Transformer, tokenizer: SubwordTokenizer,
-               files: dict[str, str]) -> dict:
+def web_config(model: Transformer, tokenizer: SubwordTokenizer, files: dict[str, str],
+               languages: tuple[str, str] = ("en", "fr")) -> dict:
     """web.json: what a page needs beside the graphs (ids, sizes, limits, the pieces
-    to decode with) and the SHA-256 of every file, files {name: hex digest}."""
-    c = model.config
+    to decode with), the languages and the SHA-256 of every file, files {name: hex}."""
+    c, (source, target) = model.config, checked_languages(languages)
     return {
-        "format": FORMAT, "source_language": "en", "target_language": "fr",
+        "format": FORMAT, "source_language": source, "target_language": target,
         "bos_id": BOS_ID, "eos_id": EOS_ID, "pad_id": PAD_ID, "unk_id": UNK_ID,
         "vocab_size": tokenizer.vocab_size, "n_layers": c.n_layers,
         "n_heads": c.n_heads, "d_head": c.d_model // c.n_heads, "max_len": c.max_len,
@@ -310,10 +311,10 @@ def web_config(model: Transformer, tokenizer: SubwordTokenizer,
     }
 
 # %% ../nbs/30_onnx.ipynb #4158c401
-def _readme(model: Transformer) -> str:
+def _readme(model: Transformer, languages: tuple[str, str]) -> str:
     "README.md for the folder: what it holds, and a greedy loop with onnxruntime."
-    c = model.config
-    return f"""# An English-to-French Transformer as two ONNX graphs
+    c, (source, target) = model.config, map(LANGUAGE_NAMES.get, languages, languages)
+    return f"""# {source} to {target}: a Transformer as two ONNX graphs
 
 Exported from transformer-lit by `transformer_lit.onnx_export.export_onnx`: D =
 {c.d_model}, {c.n_heads} heads, {c.n_layers} + {c.n_layers} layers. `encoder.onnx`
@@ -363,11 +364,12 @@ print("".join(pieces).replace("▁", " "))
 
 # %% ../nbs/30_onnx.ipynb #0831fba3
 def export_onnx(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
-                force: bool = False) -> Path:
+                force: bool = False, languages: tuple[str, str] = ("en", "fr")) -> Path:
     """Write model and tokenizer as the folder out (encoder.onnx, decoder.onnx,
     weights.bin, tokenizer.json, web.json, README.md); return its path. force:
-    replace an earlier export there."""
+    replace an earlier export there; languages: what the model translates (ISO 639)."""
     check_bool("force", force)
+    languages = checked_languages(languages)
     check_path("out", out)
     check_front_door(model, tokenizer)  # our model, in evaluation mode
     c, V = model.config, tokenizer.vocab_size
@@ -376,7 +378,7 @@ def export_onnx(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path
                             f"{c.tgt_vocab_size}) must both be the tokenizer's {V}")
     out = check_export_folder(out, force)  # chapter 27's rules for OUT
     text = {"tokenizer.json": web_tokenizer(tokenizer, c.max_len),
-            "README.md": _readme(model)}
+            "README.md": _readme(model, languages)}
     store, graphs = _Store(), {}
     encoder_args, step_args = _examples(model)
     for name, graph, args, io_names in (
@@ -388,7 +390,7 @@ def export_onnx(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path
     data[WEIGHTS] = bytes(store.blob)
     data["tokenizer.json"] = text["tokenizer.json"].encode()
     files = {n: hashlib.sha256(b).hexdigest() for n, b in data.items()}
-    data["web.json"] = (json.dumps(web_config(model, tokenizer, files),
+    data["web.json"] = (json.dumps(web_config(model, tokenizer, files, languages),
                                    ensure_ascii=False, indent=1) + "\n").encode()
     data["README.md"] = text["README.md"].encode()
 

@@ -21,9 +21,9 @@ from .files import open_regular, reason, sha256_of
 from .validate import ArgumentError, check_int, check_number
 
 # %% auto #0
-__all__ = ['MAX_BYTES', 'MIN_PAIRS', 'CJK_COVERAGE', 'LANGUAGE', 'BLEU_TOKENIZE', 'PairsError', 'Pairs', 'read_pairs', 'too_long',
-           'near_key', 'Split', 'split_pairs', 'character_coverage', 'pair_sets', 'pairs_record', 'language_pair',
-           'bleu_tokenize']
+__all__ = ['MAX_BYTES', 'MIN_PAIRS', 'CJK_COVERAGE', 'LANGUAGE', 'BLEU_TOKENIZE', 'LANGUAGE_NAMES', 'PairsError', 'Pairs',
+           'read_pairs', 'too_long', 'near_key', 'Split', 'split_pairs', 'character_coverage', 'pair_sets',
+           'pairs_record', 'language_pair', 'checked_languages', 'bleu_tokenize']
 
 # %% ../nbs/43_pairs.ipynb #f4038f68
 class PairsError(ValueError):
@@ -307,6 +307,22 @@ def language_pair(text: str) -> tuple[str, str]:
         raise ArgumentError(f"languages must be two ISO 639 codes joined by a hyphen, "
                             f"such as en-zh, got {text!r}")
     return parts[0], parts[1]
+
+
+# English names of the book's languages and of common targets, for exports' metadata
+LANGUAGE_NAMES = {"en": "English", "fr": "French", "de": "German", "es": "Spanish",
+                  "it": "Italian", "ru": "Russian", "ar": "Arabic", "fa": "Persian",
+                  "vi": "Vietnamese", "tl": "Tagalog", "zh": "Chinese",
+                  "ja": "Japanese", "ko": "Korean"}
+
+
+def checked_languages(languages: object) -> tuple[str, str]:
+    "languages, if a (source, target) pair of ISO 639 codes; else ArgumentError."
+    if (isinstance(languages, (tuple, list)) and len(languages) == 2
+            and all(isinstance(x, str) and LANGUAGE.fullmatch(x) for x in languages)):
+        return languages[0], languages[1]
+    raise ArgumentError(f"languages must be a (source, target) pair of ISO 639 codes "
+                        f"such as ('en', 'zh'), got {languages!r}")
 
 
 def bleu_tokenize(language: str) -> str:

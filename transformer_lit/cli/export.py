@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,9 +20,11 @@ from transformer_lit.export import (
 from ..files import reason
 from ..huggingface import require_transformers, to_huggingface
 from ..onnx_export import export_onnx, require_onnx_writer
+from ..pairs import checked_languages
+from ..safeguards import CONFIG_FILE, load_checkpoint
 
 # %% auto #0
-__all__ = ['ENGINES', 'add_export_command', 'check_export', 'run_export']
+__all__ = ['ENGINES', 'add_export_command', 'check_export', 'model_languages', 'run_export']
 
 # %% ../../nbs/31_cli_export.ipynb #09ed8680
 # engine -> (help, what OUT is); the chapter that writes each format in parentheses
@@ -110,12 +113,34 @@ def check_export(args: argparse.Namespace) -> None:
         raise CliError(said) from e
 
 
+def model_languages(path: str | Path | None) -> tuple[str, str]:
+    """What the model at path translates: the languages that `train --pairs` recorded
+    (chapter 23), else English-French (the shipped model, a model of the verses)."""
+    if path is None:
+        return ("en", "fr")
+    path = Path(path)
+    if path.is_dir():  # config.json's record; checked by load_model before this
+        meta = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        pair = (meta.get("record") or {}).get("languages", ["en", "fr"])
+        if isinstance(pair, dict):
+            pair = [pair.get("source"), pair.get("target")]
+    else:  # a checkpoint.pt names them in its corpus entry
+        pair = load_checkpoint(path).get("corpus", {}).get("languages", ("en", "fr"))
+    try:
+        return checked_languages(tuple(pair) if isinstance(pair, list) else pair)
+    except ValueError as e:
+        raise CliError(f"--checkpoint {path}: {e}") from e
+
+
 def _megabytes(path: Path) -> str:
     return f"{path.stat().st_size / 1e6:.1f} MB"
 
 
-def _writer(args: argparse.Namespace) -> tuple[Callable, Callable[[Path], str]]:
-    "The function that writes args.engine's format, and what the done line says of OUT."
+def _writer(
+    args: argparse.Namespace, languages: tuple[str, str] = ("en", "fr")
+) -> tuple[Callable, Callable[[Path], str]]:
+    """The function that writes args.engine's format for a model of these languages, and
+    what the done line says of OUT."""
     if args.engine == "ctranslate2":
         kind = args.quantization or "float32"
         return (
@@ -135,14 +160,14 @@ def _writer(args: argparse.Namespace) -> tuple[Callable, Callable[[Path], str]]:
         )
     if args.engine == "onnx":
         return (
-            lambda m, t: export_onnx(m, t, args.out, args.force),
+            lambda m, t: export_onnx(m, t, args.out, args.force, languages),
             lambda out: (
                 f"weights.bin {_megabytes(out / 'weights.bin')}; see "
                 f"{out / 'README.md'}"
             ),
         )
     return (
-        lambda m, t: to_argos(m, t, args.out, args.force),
+        lambda m, t: to_argos(m, t, args.out, args.force, languages),
         lambda out: (
             f"{_megabytes(out)}; install it with Argos Translate's "
             f"argostranslate.package.install_from_path('{out}')"
@@ -154,7 +179,7 @@ def run_export(args: argparse.Namespace) -> int:
     "The `export ENGINE OUT` command: write OUT, print where; returns 0."
     check_export(args)
     model, tokenizer = load_model(args.checkpoint, option="--checkpoint")
-    write, describe = _writer(args)
+    write, describe = _writer(args, model_languages(args.checkpoint))
     try:
         with signals_interrupt():
             out = write(model, tokenizer)
