@@ -225,3 +225,18 @@ def test_exporters_refuse_a_malformed_pair(zh_run, tmp_path):
         with pytest.raises(ArgumentError, match="languages must be"):
             to_argos(model, tokenizer, tmp_path / "a.argosmodel", languages=bad)
     assert not (tmp_path / "o").exists() and not (tmp_path / "a.argosmodel").exists()
+
+
+def test_translate_refuses_another_pair_only_when_one_is_named(zh_run, capsys, monkeypatch):
+    monkeypatch.setattr(cli_train, "load_verses", lambda: pytest.fail("the corpus was read"))
+    ours = ["translate", "--checkpoint", str(zh_run), "--device", "cpu", "--threads", "1",
+            "I have 3 books."]
+    for languages in ([], ["--languages", "en-zh"]):
+        status, printed, err = run([*ours, *languages], capsys)
+        assert status == 0 and printed.count("\n") == 1, err
+    assert_one_line_error(*run([*ours, "--languages", "en-fr"], capsys),
+                          "--languages en-fr", "the model translates en-zh")
+    assert_one_line_error(*run([*ours, "--languages", "english"], capsys),
+                          "--languages must be", "en-zh")
+    shipped = ["translate", "--languages", "en-fr", "--threads", "1", "Light."]
+    assert run(shipped, capsys)[0] == 0   # the shipped model is English-French

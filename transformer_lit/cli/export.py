@@ -6,13 +6,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 from ..argos import check_package_path, require_onnx, to_argos
 from transformer_lit.cli.shared import (
-    CliError, add_checkpoint_option, load_model, printable, signals_interrupt,
+    CliError, add_checkpoint_option, load_model, model_languages, printable,
+    signals_interrupt,
 )
 from transformer_lit.export import (
     check_replaceable, quantizations, require_ctranslate2, to_ctranslate2,
@@ -20,11 +20,9 @@ from transformer_lit.export import (
 from ..files import reason
 from ..huggingface import require_transformers, to_huggingface
 from ..onnx_export import export_onnx, require_onnx_writer
-from ..pairs import checked_languages
-from ..safeguards import CONFIG_FILE, load_checkpoint
 
 # %% auto #0
-__all__ = ['ENGINES', 'add_export_command', 'check_export', 'model_languages', 'run_export']
+__all__ = ['ENGINES', 'add_export_command', 'check_export', 'run_export']
 
 # %% ../../nbs/31_cli_export.ipynb #09ed8680
 # engine -> (help, what OUT is); the chapter that writes each format in parentheses
@@ -111,25 +109,6 @@ def check_export(args: argparse.Namespace) -> None:
     except (ValueError, FileExistsError) as e:  # named 'out' and force=True there
         said = str(e).replace("out ", "OUT ", 1).replace("force=True", "--force")
         raise CliError(said) from e
-
-
-def model_languages(path: str | Path | None) -> tuple[str, str]:
-    """What the model at path translates: the languages that `train --pairs` recorded
-    (chapter 23), else English-French (the shipped model, a model of the verses)."""
-    if path is None:
-        return ("en", "fr")
-    path = Path(path)
-    if path.is_dir():  # config.json's record; checked by load_model before this
-        meta = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
-        pair = (meta.get("record") or {}).get("languages", ["en", "fr"])
-        if isinstance(pair, dict):
-            pair = [pair.get("source"), pair.get("target")]
-    else:  # a checkpoint.pt names them in its corpus entry
-        pair = load_checkpoint(path).get("corpus", {}).get("languages", ("en", "fr"))
-    try:
-        return checked_languages(tuple(pair) if isinstance(pair, list) else pair)
-    except ValueError as e:
-        raise CliError(f"--checkpoint {path}: {e}") from e
 
 
 def _megabytes(path: Path) -> str:

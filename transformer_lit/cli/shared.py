@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import re
@@ -26,14 +27,16 @@ from ..corpus import VERSIONS
 from ..data import PAD_ID, SubwordTokenizer
 from ..files import reason
 from ..model import Transformer
+from ..pairs import checked_languages
 from ..pretrained import load_pretrained
+from ..safeguards import CONFIG_FILE
 from ..training import TrainState
 
 # %% auto #0
 __all__ = ['USER_ERROR', 'UNPRINTABLE', 'BIDI_CONTROLS', 'OPTION_NAMES', 'CliError', 'printable', 'report', 'as_options',
            'out_of_memory', 'check_compiler', 'Interrupted', 'signals_interrupt', 'pick_device', 'add_device_options',
            'device_from_args', 'version_codes', 'read_checkpoint', 'damaged', 'tokenizer_from', 'add_checkpoint_option',
-           'load_model', 'checked_state', 'load_optimizer', 'saved_state']
+           'load_model', 'model_languages', 'checked_state', 'load_optimizer', 'saved_state']
 
 # %% ../../nbs/22_cli_shared.ipynb #7d7361c9
 USER_ERROR = 2  # the exit status of a mistake the user can fix, as argparse's
@@ -314,6 +317,26 @@ def load_model(
             raise
         raise CliError(f"{option}: {e}") from e
     return model.to(device).eval(), tokenizer
+
+
+def model_languages(path: str | Path | None) -> tuple[str, str]:
+    """What the model at path translates: the languages that `train --pairs` recorded
+    (chapter 23), else English-French (the shipped model, a model of the verses)."""
+    if path is None:
+        return ("en", "fr")
+    path = Path(path)
+    if path.is_dir():  # config.json's record; checked by load_model before this
+        meta = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        pair = (meta.get("record") or {}).get("languages", ["en", "fr"])
+        if isinstance(pair, dict):
+            pair = [pair.get("source"), pair.get("target")]
+    else:  # a checkpoint.pt names them in its corpus entry
+        pair = read_checkpoint(path).get("corpus", {}).get("languages", ("en", "fr"))
+    try:
+        return checked_languages(tuple(pair) if isinstance(pair, list) else pair)
+    except ValueError as e:
+        raise CliError(f"--checkpoint {path}: {e}") from e
+
 
 # %% ../../nbs/22_cli_shared.ipynb #5e7d2b19
 def checked_state(state: TrainState) -> TrainState:

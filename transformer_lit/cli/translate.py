@@ -16,7 +16,7 @@ from typing import Any
 
 from transformer_lit.cli.shared import (
     CliError, add_checkpoint_option, add_device_options, as_options, device_from_args,
-    load_model, out_of_memory, printable,
+    load_model, model_languages, out_of_memory, printable,
 )
 from ..data import SubwordTokenizer
 from transformer_lit.inference import (
@@ -24,6 +24,7 @@ from transformer_lit.inference import (
     Pick, translate,
 )
 from ..model import Transformer
+from ..pairs import language_pair
 
 # %% auto #0
 __all__ = ['TranslateFn', 'LINE_BYTES', 'LINE_END_BYTES', 'add_decoding_options', 'translator_from_args', 'add_translate_command',
@@ -108,10 +109,11 @@ def add_translate_command(
     which write the same tokens)."""
     p = commands.add_parser(
         "translate",
-        help="translate English sentences into French",
-        description="Translate English sentences into French with the model shipped in "
-        "the package (chapter 18), or with the folder that `transformer-lit train` "
-        "writes (or a model.pt of an earlier version). One translation per line.",
+        help="translate sentences (the shipped model: English into French)",
+        description="Translate sentences with the model shipped in the package "
+        "(chapter 18: English into French), or with the folder that `transformer-lit "
+        "train` writes (the languages of its verses or of its --pairs; or a model.pt "
+        "of an earlier version). One translation per line.",
     )
     p.add_argument(
         "sentences",
@@ -121,6 +123,9 @@ def add_translate_command(
         "input",
     )
     add_checkpoint_option(p)
+    p.add_argument("--languages", metavar="SRC-TGT",
+                   help="refuse a model that translates another pair (ISO 639 codes "
+                   "such as en-fr)")
     add_device_options(p)
     add_decoding_options(p)
     p.set_defaults(
@@ -303,9 +308,16 @@ def run_translate(args: argparse.Namespace) -> int:
     if empty:
         raise CliError(f"SENTENCE {empty[0]} is empty")
     decode = translator_from_args(args)
+    try:
+        wanted = None if args.languages is None else language_pair(args.languages)
+    except ValueError as e:
+        raise CliError(f"--{e}") from e
     model, tokenizer = load_model(
         args.checkpoint, device_from_args(args), option="--checkpoint"
     )
+    if wanted is not None and wanted != model_languages(args.checkpoint):
+        got = "-".join(model_languages(args.checkpoint))
+        raise CliError(f"--languages {args.languages}: the model translates {got}")
     name = "SENTENCE" if args.sentences else "line"
     if hasattr(sys.stdout, "reconfigure"):  # a text the terminal's encoding lacks: \xe8
         sys.stdout.reconfigure(errors="backslashreplace")
