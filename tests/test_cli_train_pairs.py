@@ -240,3 +240,16 @@ def test_translate_refuses_another_pair_only_when_one_is_named(zh_run, capsys, m
                           "--languages must be", "en-zh")
     shipped = ["translate", "--languages", "en-fr", "--threads", "1", "Light."]
     assert run(shipped, capsys)[0] == 0   # the shipped model is English-French
+
+
+def test_the_ctranslate2_and_hugging_face_exports_name_the_languages(zh_run, tmp_path, capsys):
+    pytest.importorskip("ctranslate2")
+    pytest.importorskip("transformers")
+    for engine, title in (("ctranslate2", "# English to Chinese: a Transformer for CTranslate2"),
+                          ("huggingface", "# English to Chinese: a Transformer exported")):
+        out = tmp_path / engine
+        status, _, err = run(["export", engine, str(out), "--checkpoint", str(zh_run)], capsys)
+        assert status == 0, err
+        assert title in (out / "README.md").read_text(encoding="utf-8")
+    header = (tmp_path / "huggingface" / "README.md").read_text().split("---")[1]
+    assert "language:\n- en\n- zh\n" in header   # the Hub's metadata

@@ -189,7 +189,7 @@ def _write_tree(model: Transformer, tokenizer: SubwordTokenizer, folder: Path,
                 languages: tuple[str, str]) -> None:
     """The package's files in folder: chapter 27's model/, the tokenizer, the source's
     sentence splitter, metadata.json, README.md and the marker that lists them."""
-    to_ctranslate2(model, tokenizer, folder / "model")
+    to_ctranslate2(model, tokenizer, folder / "model", languages=languages)
     (folder / "sentencepiece.model").write_bytes(tokenizer.to_bytes())
     (folder / "minisbd").mkdir()
     splitter = sentence_splitter(languages[0])

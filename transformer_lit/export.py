@@ -26,6 +26,7 @@ from transformer_lit.files import (
 )
 from .model import Transformer
 from .norms import LayerNorm
+from .pairs import LANGUAGE_NAMES, checked_languages
 from .validate import ArgumentError, check_bool, check_path
 
 # %% auto #0
@@ -172,10 +173,11 @@ def _set_vocabulary(spec, model: Transformer, tokenizer: SubwordTokenizer) -> No
     config.layer_norm_epsilon = c.norm_eps  # one for every LayerNorm, as ours
 
 # %% ../nbs/27_export.ipynb #e403405c
-def _readme(model: Transformer, quantization: str | None) -> str:
+def _readme(model: Transformer, quantization: str | None,
+            languages: tuple[str, str] = ("en", "fr")) -> str:
     "The README.md written into the folder: how to translate with it, and its limits."
-    c = model.config
-    return f"""# An English-to-French Transformer for CTranslate2
+    c, (source, target) = model.config, map(LANGUAGE_NAMES.get, languages, languages)
+    return f"""# {source} to {target}: a Transformer for CTranslate2
 
 Exported from transformer-lit by `transformer_lit.export.to_ctranslate2`:
 D = {c.d_model}, {c.n_heads} heads, {c.n_layers} + {c.n_layers} layers,
@@ -360,20 +362,23 @@ def write_export_folder(out: Path, save: Callable[[Path], None],
 
 
 # %% ../nbs/27_export.ipynb #7059286e
-def to_ctranslate2(model: Transformer, tokenizer: SubwordTokenizer,
-                   out_dir: str | Path, quantization: str | None = None,
-                   force: bool = False) -> Path:
+def to_ctranslate2(
+    model: Transformer, tokenizer: SubwordTokenizer, out_dir: str | Path,
+    quantization: str | None = None, force: bool = False,
+    languages: tuple[str, str] = ("en", "fr"),
+) -> Path:
     """Write model and tokenizer as a CTranslate2 model folder out_dir (model.bin,
     config.json, vocabulary, sentencepiece.model, README.md); return its path.
     quantization: a weight type CTranslate2 accepts, None keeps float32; force: write
-    into an existing folder."""
+    into an existing folder; languages: what the model translates (ISO 639 codes)."""
     check_quantization(quantization)
+    languages = checked_languages(languages)
     out = check_export_folder(out_dir, force)
     spec = transformer_spec(model)
     _set_vocabulary(spec, model, tokenizer)
     spec.validate()  # every weight set, shapes consistent
     spec.optimize(quantization=quantization)  # one copy of shared matrices; quantize
-    text = _readme(model, quantization)
+    text = _readme(model, quantization, languages)
 
     def save(folder: Path) -> None:
         spec.save(str(folder))  # model.bin, config.json, shared_vocabulary.json

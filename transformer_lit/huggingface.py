@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from .data import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer
 from .export import check_export_folder, write_export_folder
 from .model import Transformer
+from .pairs import LANGUAGE_NAMES, checked_languages
 from .pretrained import load_pretrained, pretrained_folder
 from transformer_lit.validate import (
     ArgumentError, ArgumentTypeError, check_bool, check_positive_int,
@@ -278,16 +279,17 @@ def _shipped_scores() -> str:
     return "## Test books, like for like" + section.rstrip() + "\n"
 
 # %% ../nbs/28_huggingface.ipynb #e4295ccd
-def _model_card(model: Transformer, class_name: str, scores: str | None) -> str:
+def _model_card(model: Transformer, class_name: str, scores: str | None,
+                languages: tuple[str, str] = ("en", "fr")) -> str:
     "README.md for the folder: the Hub's YAML header, what the model is, how to run it."
-    c = model.config
+    c, (source, target) = model.config, map(LANGUAGE_NAMES.get, languages, languages)
     license_ = "apache-2.0" if scores else "unknown"  # the package's, for its model
     head = "\n".join(
         [
             "---",
             "language:",
-            "- en",
-            "- fr",
+            f"- {languages[0]}",
+            f"- {languages[1]}",
             f"license: {license_}",
             "library_name: transformers",
             "pipeline_tag: translation",
@@ -299,7 +301,7 @@ def _model_card(model: Transformer, class_name: str, scores: str | None) -> str:
         ]
     )
     body = f"""
-# An English-to-French Transformer, exported from transformer-lit
+# {source} to {target}: a Transformer exported from transformer-lit
 
 The encoder-decoder Transformer of the book transformer-lit, written by
 `transformer_lit.huggingface.to_huggingface` as a `{class_name}`: D = {c.d_model},
@@ -371,12 +373,16 @@ def _write_folder(theirs: nn.Module, tokenizer, card: str, out: Path,
             hf_logging.enable_progress_bar()
 
 # %% ../nbs/28_huggingface.ipynb #dee4ea58
-def to_huggingface(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
-                   force: bool = False) -> Path:
+def to_huggingface(
+    model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
+    force: bool = False, languages: tuple[str, str] = ("en", "fr"),
+) -> Path:
     """Write model and tokenizer as a Hugging Face model folder out (config.json,
     generation_config.json, model.safetensors, tokenizer files, README.md); return its
-    path. force: replace an earlier export there."""
+    path. force: replace an earlier export there; languages: what the model translates
+    (ISO 639 codes), named in the card's header."""
     check_bool("force", force)
+    languages = checked_languages(languages)
     if not isinstance(out, (str, os.PathLike)):
         raise ArgumentTypeError(f"out must be a folder path (str or Path), got "
                                 f"{type(out).__name__}")
@@ -395,6 +401,7 @@ def to_huggingface(model: Transformer, tokenizer: SubwordTokenizer, out: str | P
         model,
         type(theirs).__name__,
         _shipped_scores() if _is_shipped(model, tokenizer) else None,
+        languages,
     )
     _write_folder(theirs, huggingface_tokenizer(tokenizer, c.max_len), card, out, force)
     return out

@@ -123,7 +123,8 @@ def _writer(
     if args.engine == "ctranslate2":
         kind = args.quantization or "float32"
         return (
-            lambda m, t: to_ctranslate2(m, t, args.out, args.quantization, args.force),
+            lambda m, t: to_ctranslate2(
+                m, t, args.out, args.quantization, args.force, languages),
             lambda out: (
                 f"model.bin {_megabytes(out / 'model.bin')}, {kind}; see "
                 f"{out / 'README.md'}"
@@ -131,7 +132,7 @@ def _writer(
         )
     if args.engine == "huggingface":
         return (
-            lambda m, t: to_huggingface(m, t, args.out, args.force),
+            lambda m, t: to_huggingface(m, t, args.out, args.force, languages),
             lambda out: (
                 f"model.safetensors {_megabytes(out / 'model.safetensors')}"
                 f"; see {out / 'README.md'}"
