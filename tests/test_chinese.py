@@ -100,6 +100,14 @@ def test_translations_use_the_glossary_terms():
     assert not misses, "\n".join(misses[:20])
 
 
+def test_every_page_uses_the_glossary_terms():
+    """Beyond the reader's path too (issue 60 item 5): every catalogue but the references',
+    whose entries keep the papers' English titles."""
+    misses = [m for page, po in translations.catalogues().items()
+              if page != "book/references" for m in translations.term_misses(page, po)]
+    assert not misses, "\n".join(misses[:20])
+
+
 def test_term_check_catches_a_miss():
     "The term check is not vacuous: an English 'dropout' translated without 暂退法 is caught."
     import polib
