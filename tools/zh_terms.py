@@ -50,6 +50,11 @@ RULES = (
     Rule("Bible books in title marks", None,
          r"(?<![《\w])(" + "|".join(BOOKS) + r")(?!》)", r"《\1》"),
     Rule("print: 打印 (mainland usage)", None, r"列印", "打印"),
+    # the awkward phrasings issue 60 listed, kept out
+    Rule("identity path: 恒等映射 (d2l-zh)", r"(?i)\bidentity\b", r"单位路径", "恒等映射路径"),
+    Rule("bookkeeping: 例行的管理工作", r"(?i)\bbookkeeping\b", r"记账工作", "例行的管理工作"),
+    Rule("raise loudly: 明确报错", None, r"大声报错", "明确报错"),
+    Rule("load without complaint: 照常加载", None, r"毫无怨言地加载", "照常加载"),
 )
 
 _CODE = re.compile(r"`[^`]*`|\]\([^)]*\)|<[^>]*>")   # inline code, link targets, tags
