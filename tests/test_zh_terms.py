@@ -35,12 +35,17 @@ def test_each_rule_finds_and_mends_its_slip():
         entry("Check: it holds", "检验：成立"),
         entry("Ruth and 1 John", "路得记和《约翰一书》"),
         entry("Print to PDF", "列印成 PDF"),
+        entry("the identity path", "单位路径"),
+        entry("What remains is bookkeeping.", "剩下的是记账工作。"),
+        entry("It raises loudly.", "它大声报错。"),
+        entry("They load without complaint.", "它们毫无怨言地加载。"),
     ]
     found = zh_terms.check(entries, fix=True)
     assert len(found) == len(zh_terms.RULES)
     assert [e.msgstr for e in entries] == [
         "见第 9 章。", "第二个堆叠", "随包发布的模型和随包发布的分词器", "训练配方",
-        "每个经文", "三个词片", "检查：成立", "《路得记》和《约翰一书》", "打印成 PDF"]
+        "每个经文", "三个词片", "检查：成立", "《路得记》和《约翰一书》", "打印成 PDF",
+        "恒等映射路径", "剩下的是例行的管理工作。", "它明确报错。", "它们照常加载。"]
     assert zh_terms.check(entries) == []
 
 
