@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import io
 import os
+import unicodedata
 from collections.abc import Callable
 from contextlib import contextmanager
 
 from .validate import ArgumentError, check_choice
 
 # %% auto #0
-__all__ = ['FIGURES_ENV', 'LANGUAGES', 'CJK_FONTS', 'languages', 'cjk_font', 'Words', 'style', 'figure_png', 'show']
+__all__ = ['FIGURES_ENV', 'LANGUAGES', 'CJK_FONTS', 'languages', 'cjk_font', 'Words', 'style', 'figure_png', 'show', 'width',
+           'ljust', 'say']
 
 # %% ../nbs/44_figures.ipynb #60a47273
 FIGURES_ENV = "TRANSFORMER_LIT_FIGURES"   # the languages to draw: "en", "zh_CN" or both
@@ -108,3 +110,31 @@ def show(draw: Callable[[Words], object], alt: tuple[str, str], dpi: int = 100) 
         text = alt[LANGUAGES.index(language)]
         display({"image/png": png, "text/plain": f"<figure: {text}>"}, raw=True,
                 metadata={"transformer_lit": {"language": language, "alt": text}})
+
+# %% ../nbs/44_figures.ipynb #ce5e5c1f
+def width(text: str) -> int:
+    "Columns text takes in a monospaced font: two for a wide (CJK) character."
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def ljust(text: str, columns: int) -> str:
+    "text padded with spaces to columns wide (str.ljust counts a CJK character as one)."
+    return text + " " * max(0, columns - width(text))
+
+
+def say(write: Callable[[Words], str]) -> None:
+    """Display the text write(words) returns in each of languages(), each output marked
+    with its language, as show marks a figure: a printed table in the page's language."""
+    from IPython.display import display
+
+    for language in languages():
+        text = write(Words(language))
+        if not isinstance(text, str):
+            raise ArgumentError(
+                f"write must return the text to show, a str; got {type(text).__name__}"
+            )
+        display(
+            {"text/plain": text},
+            raw=True,
+            metadata={"transformer_lit": {"language": language}},
+        )
