@@ -124,7 +124,7 @@ def ljust(text: str, columns: int) -> str:
 
 def say(write: Callable[[Words], str]) -> None:
     """Display the text write(words) returns in each of languages(), each output marked
-    with its language, as show marks a figure: a printed table in the page's language."""
+    with its language as show marks a figure: a printed table in the page's language."""
     from IPython.display import display
 
     for language in languages():
