@@ -15,7 +15,7 @@ from .validate import ArgumentError, check_choice
 
 # %% auto #0
 __all__ = ['FIGURES_ENV', 'LANGUAGES', 'CJK_FONTS', 'languages', 'cjk_font', 'Words', 'style', 'figure_png', 'show', 'width',
-           'ljust', 'say']
+           'ljust', 'rjust', 'say']
 
 # %% ../nbs/44_figures.ipynb #60a47273
 FIGURES_ENV = "TRANSFORMER_LIT_FIGURES"   # the languages to draw: "en", "zh_CN" or both
@@ -120,6 +120,11 @@ def width(text: str) -> int:
 def ljust(text: str, columns: int) -> str:
     "text padded with spaces to columns wide (str.ljust counts a CJK character as one)."
     return text + " " * max(0, columns - width(text))
+
+
+def rjust(text: str, columns: int) -> str:
+    "text right-aligned in columns with spaces before it, a CJK character two columns."
+    return " " * max(0, columns - width(text)) + text
 
 
 def say(write: Callable[[Words], str]) -> None:
