@@ -58,6 +58,16 @@ def no_mha_fastpath():
     torch.backends.mha.set_fastpath_enabled(before)
 
 
+@pytest.fixture
+def shown(monkeypatch):
+    "What IPython's display was given, (data, metadata) each, instead of showing it (chapter 44)."
+    calls = []
+    import IPython.display
+    monkeypatch.setattr(IPython.display, "display",
+                        lambda data, raw, metadata: calls.append((data, metadata)))
+    return calls
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     "Tiny models, small batches, one token at a time: a second thread only adds waiting (badly so on a busy machine)."

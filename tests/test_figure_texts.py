@@ -16,15 +16,6 @@ def write(words):
     return f"{figures.ljust(words('system', '系统'), 10)}|"
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    calls = []
-    import IPython.display
-    monkeypatch.setattr(IPython.display, "display",
-                        lambda data, raw, metadata: calls.append((data, metadata)))
-    return calls
-
-
 def test_say_writes_each_language_marked(monkeypatch, shown):
     monkeypatch.setenv(figures.FIGURES_ENV, "en,zh_CN")
     figures.say(write)

@@ -27,15 +27,6 @@ def draw(words):
     return fig
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    calls = []
-    import IPython.display
-    monkeypatch.setattr(IPython.display, "display",
-                        lambda data, raw, metadata: calls.append((data, metadata)))
-    return calls
-
-
 def test_the_languages_come_from_the_environment(monkeypatch):
     monkeypatch.delenv(figures.FIGURES_ENV, raising=False)
     assert figures.languages() == ("en",)
