@@ -20,7 +20,7 @@ import core_size  # noqa: E402
 # the figures on 2026-12-02 when issue 57's round three met its targets (8,842 visible code
 # lines, 3,407 exported lines, 45,079 words, 579 cells, 234 and 517 before it); the ceilings
 # are those figures: the core may only shrink
-CEILINGS = {"visible code lines": 3384, "exported lines": 2000, "prose words": 27391,
+CEILINGS = {"visible code lines": 3381, "exported lines": 2000, "prose words": 27391,
             "code cells": 217, "toy model learns at cell": 81,
             "own model translates at cell": 198}
 
