@@ -20,19 +20,18 @@ from .data import SubwordTokenizer
 from .export import EXPORT_MARKER, to_ctranslate2
 from .files import make_folders, reason, write_atomically
 from .model import Transformer
-from .pairs import LANGUAGE_NAMES, checked_languages
+from .pairs import LANGUAGE, LANGUAGE_NAMES, checked_languages
 from transformer_lit.validate import (
     ArgumentError, ArgumentTypeError, check_bool, check_path,
 )
 
 # %% auto #0
-__all__ = ['ARGOS_EXTRA', 'SOURCE', 'TARGET', 'SUFFIX', 'FOLDER', 'UNITS', 'ENDS', 'GAPS', 'METADATA_LIMIT', 'LANGUAGE_CODE',
-           'package_folder', 'require_onnx', 'splitter_graph', 'sentence_splitter', 'package_metadata',
-           'check_package_path', 'to_argos', 'offline_home']
+__all__ = ['ARGOS_EXTRA', 'SUFFIX', 'FOLDER', 'UNITS', 'ENDS', 'GAPS', 'METADATA_LIMIT', 'LANGUAGE_CODE', 'package_folder',
+           'require_onnx', 'splitter_graph', 'sentence_splitter', 'package_metadata', 'check_package_path', 'to_argos',
+           'offline_home']
 
 # %% ../nbs/29_argos.ipynb #2a87c641
 ARGOS_EXTRA = "pip install 'transformer-lit[argos]'"  # the package's optional extra
-SOURCE, TARGET = ("en", "English"), ("fr", "French")  # the shipped model's pair
 SUFFIX = ".argosmodel"  # what Argos Translate's package files are called
 
 
@@ -147,7 +146,8 @@ Written by `transformer_lit.argos.to_argos`: D = {c.d_model}, {c.n_heads} heads,
 """
 
 # %% ../nbs/29_argos.ipynb #75d87ba0
-_ROOT = re.compile(r"translate-[a-z]{2,3}_[a-z]{2,3}-transformer_lit")  # package_folder
+_ROOT = re.compile(  # what package_folder names
+    rf"translate-{LANGUAGE.pattern}_{LANGUAGE.pattern}-transformer_lit")
 
 
 def _package_root(path: Path) -> str | None:
@@ -247,7 +247,7 @@ def to_argos(model: Transformer, tokenizer: SubwordTokenizer, out: str | Path,
 
 # %% ../nbs/29_argos.ipynb #8568e2d3
 METADATA_LIMIT = 1 << 16  # bytes: our metadata.json is a few hundred
-LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")  # ISO 639-1 or -2: a file name, never a path
+LANGUAGE_CODE = LANGUAGE  # chapter 43's ISO 639 code: a file name, never a path
 
 
 def _checked_metadata(package: Path) -> dict:

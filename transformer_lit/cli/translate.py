@@ -315,9 +315,9 @@ def run_translate(args: argparse.Namespace) -> int:
     model, tokenizer = load_model(
         args.checkpoint, device_from_args(args), option="--checkpoint"
     )
-    if wanted is not None and wanted != model_languages(args.checkpoint):
-        got = "-".join(model_languages(args.checkpoint))
-        raise CliError(f"--languages {args.languages}: the model translates {got}")
+    if wanted is not None and wanted != (got := model_languages(args.checkpoint)):
+        raise CliError(f"--languages {args.languages}: the model translates "
+                       f"{'-'.join(got)}")
     name = "SENTENCE" if args.sentences else "line"
     if hasattr(sys.stdout, "reconfigure"):  # a text the terminal's encoding lacks: \xe8
         sys.stdout.reconfigure(errors="backslashreplace")
